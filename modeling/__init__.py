@@ -1,0 +1,16 @@
+"""BERT model: config, Keras layers, BertModel, heads, checkpoint I/O."""
+
+from modeling.bert_model import BertModel
+from modeling.checkpoint import CheckpointError
+from modeling.checkpoint import load_checkpoint
+from modeling.checkpoint import resolve_checkpoint_path
+from modeling.checkpoint import save_checkpoint
+from modeling.checkpoint import save_variables
+from modeling.checkpoint import variable_map
+from modeling.config import BertConfig
+from modeling.config import ConfigError
+from modeling.heads import BertPretrainer
+from modeling.heads import MaskedLMHead
+from modeling.heads import NextSentenceHead
+from modeling.layers import gelu
+from modeling.layers import get_activation

@@ -1,0 +1,119 @@
+"""BertModel: the original BERT encoder as a Keras model."""
+
+import tensorflow as tf
+import tf_keras as keras
+
+from modeling import layers
+
+
+class BertModel(keras.Model):
+  """BERT ("Bidirectional Encoder Representations from Transformers").
+
+  Computes what the original modeling.BertModel computes, with Keras layers
+  whose weights map one-to-one onto Google's checkpoint variables (see
+  modeling/checkpoint.py). Dropout follows Keras' `training` argument.
+
+  The original called the segment ids `token_type_ids`; here they are
+  `segment_ids` everywhere, as in the feature files.
+
+  Example:
+
+  ```python
+  config = modeling.BertConfig.from_json_file("bert_config.json")
+  model = modeling.BertModel(config)
+  modeling.load_checkpoint(model, "uncased_L-12_H-768_A-12/bert_model.ckpt")
+  outputs = model({"input_ids": input_ids,      # int32 [B, T]
+                   "input_mask": input_mask,    # int32 [B, T]
+                   "segment_ids": segment_ids}) # int32 [B, T]
+  outputs["pooled_output"]  # float32 [B, H]
+  ```
+  """
+
+  def __init__(self, config, use_one_hot_embeddings=False, name="bert",
+               **kwargs):
+    """Creates the model and all its weights.
+
+    Args:
+      config: a BertConfig.
+      use_one_hot_embeddings: bool, one-hot matmul word lookup (for TPUs).
+      name: Keras name.
+      **kwargs: passed to keras.Model.
+    """
+    super().__init__(name=name, **kwargs)
+    self.config = config
+    self.embeddings = layers.Embeddings(
+        vocab_size=config.vocab_size,
+        hidden_size=config.hidden_size,
+        type_vocab_size=config.type_vocab_size,
+        max_position_embeddings=config.max_position_embeddings,
+        initializer_range=config.initializer_range,
+        dropout_rate=config.hidden_dropout_prob,
+        use_one_hot_embeddings=use_one_hot_embeddings)
+    activation = layers.get_activation(config.hidden_act)
+    self.encoder_layers = [
+        layers.TransformerLayer(
+            hidden_size=config.hidden_size,
+            num_attention_heads=config.num_attention_heads,
+            intermediate_size=config.intermediate_size,
+            intermediate_activation=activation,
+            hidden_dropout_prob=config.hidden_dropout_prob,
+            attention_probs_dropout_prob=config.attention_probs_dropout_prob,
+            initializer_range=config.initializer_range,
+            name="layer_%d" % i) for i in range(config.num_hidden_layers)
+    ]
+    self.pooler = layers.Pooler(config.hidden_size, config.initializer_range)
+    # Create every weight now, so a checkpoint can be loaded before the first
+    # real call. `call` (not `__call__`) leaves Keras' input spec unset.
+    self.call({"input_ids": tf.zeros([1, 1], tf.int32)}, training=False)
+
+  @property
+  def embedding_table(self):
+    """The word embedding variable, float32 [V, H]; the masked LM ties to it."""
+    return self.embeddings.word_embeddings
+
+  def call(self, inputs, training=None):
+    """Encodes a batch.
+
+    Args:
+      inputs: dict with
+        "input_ids": int32 [B, T] WordPiece ids;
+        "input_mask": optional int32 [B, T], 1 for real tokens, 0 for
+          padding (default all 1);
+        "segment_ids": optional int32 [B, T], 0 for sentence A, 1 for B
+          (default all 0).
+      training: bool, whether dropout is active.
+
+    Returns:
+      dict with
+        "sequence_output": float [B, T, H], the last layer;
+        "pooled_output": float [B, H], the pooler on [CLS];
+        "all_encoder_layers": list of L float [B, T, H], every layer;
+        "embedding_output": float [B, T, H], the input of layer 0.
+    """
+    input_ids = tf.convert_to_tensor(inputs["input_ids"])
+    if input_ids.shape.rank != 2:
+      raise ValueError("input_ids must have rank 2 [batch_size, seq_length], "
+                       "got shape %s" % input_ids.shape)
+    input_mask = inputs.get("input_mask")
+    if input_mask is None:
+      input_mask = tf.ones_like(input_ids)
+    segment_ids = inputs.get("segment_ids")
+    if segment_ids is None:
+      segment_ids = tf.zeros_like(input_ids)
+
+    embedding_output = self.embeddings(input_ids, segment_ids,
+                                       training=training)
+    # [B, 1, T]: the original's [B, F, T] mask has F identical rows, so one
+    # row broadcast over the from-positions gives the same scores.
+    attention_mask = tf.cast(input_mask, embedding_output.dtype)[:, tf.newaxis]
+    all_encoder_layers = []
+    hidden_states = embedding_output
+    for layer in self.encoder_layers:
+      hidden_states = layer(hidden_states, attention_mask, training=training)
+      all_encoder_layers.append(hidden_states)
+    return {
+        "sequence_output": hidden_states,
+        "pooled_output": self.pooler(hidden_states),
+        "all_encoder_layers": all_encoder_layers,
+        "embedding_output": embedding_output,
+    }

@@ -1,0 +1,233 @@
+"""Reads and writes Google's TF1 name-based BERT checkpoints.
+
+The map between the original variable names and our Keras weights is data,
+kept here in one place. Loading resolves every name the model needs, reports
+what the file lacks or holds in the wrong shape (all of it, at once), and
+ignores what the model does not use (optimizer slots, global_step, heads of
+other tasks). Saving writes the same names, so tools made for Google's
+checkpoints read ours unchanged.
+"""
+
+import collections
+
+from absl import logging
+import tensorflow as tf
+
+from modeling import bert_model
+
+# (original name, attribute path from BertModel).
+BERT_VARIABLES = (
+    ("bert/embeddings/word_embeddings", "embeddings.word_embeddings"),
+    ("bert/embeddings/token_type_embeddings",
+     "embeddings.token_type_embeddings"),
+    ("bert/embeddings/position_embeddings", "embeddings.position_embeddings"),
+    ("bert/embeddings/LayerNorm/gamma", "embeddings.layer_norm.gamma"),
+    ("bert/embeddings/LayerNorm/beta", "embeddings.layer_norm.beta"),
+    ("bert/pooler/dense/kernel", "pooler.dense.kernel"),
+    ("bert/pooler/dense/bias", "pooler.dense.bias"),
+)
+
+# (name under bert/encoder/layer_N/, path from encoder_layers.N).
+ENCODER_LAYER_VARIABLES = (
+    ("attention/self/query/kernel", "attention.query.kernel"),
+    ("attention/self/query/bias", "attention.query.bias"),
+    ("attention/self/key/kernel", "attention.key.kernel"),
+    ("attention/self/key/bias", "attention.key.bias"),
+    ("attention/self/value/kernel", "attention.value.kernel"),
+    ("attention/self/value/bias", "attention.value.bias"),
+    ("attention/output/dense/kernel", "attention_output.kernel"),
+    ("attention/output/dense/bias", "attention_output.bias"),
+    ("attention/output/LayerNorm/gamma", "attention_layer_norm.gamma"),
+    ("attention/output/LayerNorm/beta", "attention_layer_norm.beta"),
+    ("intermediate/dense/kernel", "intermediate.kernel"),
+    ("intermediate/dense/bias", "intermediate.bias"),
+    ("output/dense/kernel", "output_dense.kernel"),
+    ("output/dense/bias", "output_dense.bias"),
+    ("output/LayerNorm/gamma", "output_layer_norm.gamma"),
+    ("output/LayerNorm/beta", "output_layer_norm.beta"),
+)
+
+# Heads, by the attribute a task model holds them under:
+# (original name, path from the head layer).
+HEAD_VARIABLES = {
+    "masked_lm": (
+        ("cls/predictions/transform/dense/kernel", "transform.kernel"),
+        ("cls/predictions/transform/dense/bias", "transform.bias"),
+        ("cls/predictions/transform/LayerNorm/gamma", "layer_norm.gamma"),
+        ("cls/predictions/transform/LayerNorm/beta", "layer_norm.beta"),
+        ("cls/predictions/output_bias", "output_bias"),
+    ),
+    "next_sentence": (
+        ("cls/seq_relationship/output_weights", "output_weights"),
+        ("cls/seq_relationship/output_bias", "output_bias"),
+    ),
+}
+
+
+class CheckpointError(ValueError):
+  """A checkpoint that is missing or does not fit the model."""
+
+
+def _resolve(obj, path):
+  for part in path.split("."):
+    obj = obj[int(part)] if part.isdigit() else getattr(obj, part)
+  return obj
+
+
+def variable_map(model):
+  """Maps each original checkpoint name to the model's variable.
+
+  Args:
+    model: a BertModel, or a Keras model holding one as `.bert` and heads
+      under the attribute names of HEAD_VARIABLES.
+
+  Returns:
+    OrderedDict str -> tf.Variable, in the original's order.
+
+  Raises:
+    TypeError: the model holds no BertModel.
+  """
+  bert = model if isinstance(model, bert_model.BertModel) else getattr(
+      model, "bert", None)
+  if not isinstance(bert, bert_model.BertModel):
+    raise TypeError("%r is neither a BertModel nor holds one as .bert" % model)
+  names = collections.OrderedDict()
+  for name, path in BERT_VARIABLES[:5]:
+    names[name] = _resolve(bert, path)
+  for n in range(len(bert.encoder_layers)):
+    for name, path in ENCODER_LAYER_VARIABLES:
+      names["bert/encoder/layer_%d/%s" % (n, name)] = _resolve(
+          bert, "encoder_layers.%d.%s" % (n, path))
+  for name, path in BERT_VARIABLES[5:]:
+    names[name] = _resolve(bert, path)
+  for attribute, entries in HEAD_VARIABLES.items():
+    head = getattr(model, attribute, None) if model is not bert else None
+    if head is not None:
+      for name, path in entries:
+        names[name] = _resolve(head, path)
+  return names
+
+
+def resolve_checkpoint_path(checkpoint):
+  """Turns a checkpoint prefix or a directory into an existing prefix.
+
+  Args:
+    checkpoint: str, a prefix such as ".../bert_model.ckpt" (the files are
+      prefix.index and prefix.data-*), or a directory holding checkpoints
+      (its latest is taken).
+
+  Returns:
+    str, the prefix.
+
+  Raises:
+    CheckpointError: nothing readable there.
+  """
+  if tf.io.gfile.isdir(checkpoint):
+    latest = tf.train.latest_checkpoint(checkpoint)
+    if latest is None:
+      raise CheckpointError(
+          "No checkpoint in directory %s (no 'checkpoint' state file); give "
+          "the prefix instead, e.g. %s/bert_model.ckpt" %
+          (checkpoint, checkpoint.rstrip("/")))
+    return latest
+  if not tf.io.gfile.exists(checkpoint + ".index"):
+    hint = ""
+    if checkpoint.endswith((".index", ".meta")) or ".data-" in checkpoint:
+      hint = " Give the prefix without the .index/.data/.meta suffix."
+    raise CheckpointError("Checkpoint not found: %s (no file %s.index).%s" %
+                          (checkpoint, checkpoint, hint))
+  return checkpoint
+
+
+LoadResult = collections.namedtuple("LoadResult",
+                                    ["loaded", "missing", "unused"])
+
+
+def load_checkpoint(model, checkpoint, allow_partial=False):
+  """Loads an original-format checkpoint into a model.
+
+  Args:
+    model: a BertModel or a model accepted by variable_map.
+    checkpoint: str, checkpoint prefix or directory.
+    allow_partial: bool; if True, variables the file lacks keep their
+      initial values (fine-tuning from a pre-training checkpoint, whose
+      task layer is new). Shape mismatches are errors either way.
+
+  Returns:
+    LoadResult of sorted name lists: loaded, missing (kept initial values),
+    unused (in the file, not in the model).
+
+  Raises:
+    CheckpointError: the checkpoint is missing; or it lacks variables (unless
+      allow_partial) or holds some in another shape, each one listed.
+  """
+  path = resolve_checkpoint_path(checkpoint)
+  reader = tf.train.load_checkpoint(path)
+  shapes = reader.get_variable_to_shape_map()
+  names = variable_map(model)
+  missing, mismatched = [], []
+  for name, variable in names.items():
+    if name not in shapes:
+      missing.append(name)
+    elif list(shapes[name]) != variable.shape.as_list():
+      mismatched.append("%s: checkpoint %s, model %s" %
+                        (name, shapes[name], variable.shape.as_list()))
+  problems = []
+  if mismatched:
+    problems.append("%d variable(s) with the wrong shape:\n  %s" %
+                    (len(mismatched), "\n  ".join(mismatched)))
+  if missing and not allow_partial:
+    problems.append("%d variable(s) missing:\n  %s" %
+                    (len(missing), "\n  ".join(missing)))
+  if problems:
+    raise CheckpointError("Checkpoint %s does not fit the model (config "
+                          "mismatch?). %s" % (path, "\n".join(problems)))
+  loaded = []
+  for name, variable in names.items():
+    if name in shapes:
+      variable.assign(tf.cast(reader.get_tensor(name), variable.dtype))
+      loaded.append(name)
+  unused = sorted(set(shapes) - set(names))
+  for name in unused:
+    logging.debug("Not used from %s: %s", path, name)
+  for name in missing:
+    logging.info("Not in %s, left at its initial value: %s", path, name)
+  logging.info("Loaded %d variables from %s (%d missing, %d unused).",
+               len(loaded), path, len(missing), len(unused))
+  return LoadResult(sorted(loaded), sorted(missing), unused)
+
+
+def save_variables(prefix, name_to_value):
+  """Writes tensors as a TF1 name-based checkpoint.
+
+  Args:
+    prefix: str, checkpoint prefix; writes prefix.index and
+      prefix.data-00000-of-00001 (the index last, so a checkpoint cut short
+      has no index and is not mistaken for a whole one).
+    name_to_value: dict str -> tf.Variable or Tensor.
+
+  Returns:
+    str, the prefix.
+  """
+  names = sorted(name_to_value)
+  directory = prefix.rpartition("/")[0]
+  if directory:
+    tf.io.gfile.makedirs(directory)
+  with tf.device("/cpu:0"):
+    tensors = [tf.convert_to_tensor(name_to_value[n]) for n in names]
+    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names,
+                      shape_and_slices=[""] * len(names), tensors=tensors)
+  return prefix
+
+
+def save_checkpoint(model, prefix):
+  """Writes a model's weights under the original variable names.
+
+  Args:
+    model: a BertModel or a model accepted by variable_map.
+    prefix: str, checkpoint prefix, e.g. ".../model.ckpt-1000".
+
+  Returns:
+    str, the prefix.
+  """
+  return save_variables(prefix, variable_map(model))

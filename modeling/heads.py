@@ -1,0 +1,136 @@
+"""Pre-training heads (scope cls/) and the model that joins them to BERT."""
+
+import tensorflow as tf
+import tf_keras as keras
+
+from modeling import bert_model
+from modeling import layers
+
+
+def gather_indexes(sequence_tensor, positions):
+  """Picks the vectors at given positions of each sequence.
+
+  Args:
+    sequence_tensor: float [B, T, H].
+    positions: int [B, P] positions into T.
+
+  Returns:
+    float [B, P, H].
+  """
+  return tf.gather(sequence_tensor, tf.cast(positions, tf.int32), batch_dims=1)
+
+
+class MaskedLMHead(keras.layers.Layer):
+  """Scope cls/predictions: transform, then logits on the tied word table."""
+
+  def __init__(self, embedding_table, hidden_act, initializer_range,
+               name="predictions", **kwargs):
+    """Creates the head.
+
+    Args:
+      embedding_table: the BertModel's word embedding variable [V, H]; the
+        output projection is its transpose (weights tied as in the original).
+      hidden_act: str, activation of the transform (the config's hidden_act).
+      initializer_range: float, stddev of the truncated-normal initializer.
+      name: Keras name.
+      **kwargs: passed to keras.layers.Layer.
+    """
+    super().__init__(name=name, **kwargs)
+    self.embedding_table = embedding_table
+    vocab_size, hidden_size = embedding_table.shape
+    self.transform = keras.layers.Dense(
+        hidden_size, activation=layers.get_activation(hidden_act),
+        kernel_initializer=layers.create_initializer(initializer_range),
+        name="transform")
+    self.layer_norm = layers.layer_norm()
+    self.output_bias = self.add_weight(
+        "output_bias", shape=[vocab_size], initializer="zeros")
+
+  def call(self, sequence_output, masked_lm_positions):
+    """Scores every vocabulary entry at the masked positions.
+
+    Args:
+      sequence_output: float [B, T, H], BertModel's last layer.
+      masked_lm_positions: int [B, P], positions to predict.
+
+    Returns:
+      float [B, P, V] logits.
+    """
+    hidden = gather_indexes(sequence_output, masked_lm_positions)
+    hidden = self.layer_norm(self.transform(hidden))
+    table = tf.cast(self.embedding_table, hidden.dtype)
+    logits = tf.matmul(hidden, table, transpose_b=True)
+    return tf.nn.bias_add(logits, tf.cast(self.output_bias, logits.dtype))
+
+
+class NextSentenceHead(keras.layers.Layer):
+  """Scope cls/seq_relationship: is B the real next segment? (0 = yes)."""
+
+  def __init__(self, hidden_size, initializer_range, name="seq_relationship",
+               **kwargs):
+    """Creates the head.
+
+    Args:
+      hidden_size: int H.
+      initializer_range: float, stddev of the truncated-normal initializer.
+      name: Keras name.
+      **kwargs: passed to keras.layers.Layer.
+    """
+    super().__init__(name=name, **kwargs)
+    # Stored [2, H] like the original, so logits use the transpose.
+    self.output_weights = self.add_weight(
+        "output_weights", shape=[2, hidden_size],
+        initializer=layers.create_initializer(initializer_range))
+    self.output_bias = self.add_weight(
+        "output_bias", shape=[2], initializer="zeros")
+
+  def call(self, pooled_output):
+    """Maps pooled [B, H] to float [B, 2] logits."""
+    weights = tf.cast(self.output_weights, pooled_output.dtype)
+    logits = tf.matmul(pooled_output, weights, transpose_b=True)
+    return tf.nn.bias_add(logits, tf.cast(self.output_bias, logits.dtype))
+
+
+class BertPretrainer(keras.Model):
+  """BertModel plus the masked-LM and next-sentence heads."""
+
+  def __init__(self, config, use_one_hot_embeddings=False, name="pretrainer",
+               **kwargs):
+    """Creates the model and all its weights.
+
+    Args:
+      config: a BertConfig.
+      use_one_hot_embeddings: bool, passed to BertModel.
+      name: Keras name.
+      **kwargs: passed to keras.Model.
+    """
+    super().__init__(name=name, **kwargs)
+    self.config = config
+    self.bert = bert_model.BertModel(config, use_one_hot_embeddings)
+    self.masked_lm = MaskedLMHead(self.bert.embedding_table, config.hidden_act,
+                                  config.initializer_range)
+    self.next_sentence = NextSentenceHead(config.hidden_size,
+                                          config.initializer_range)
+    self.call({"input_ids": tf.zeros([1, 1], tf.int32),
+               "masked_lm_positions": tf.zeros([1, 1], tf.int32)},
+              training=False)
+
+  def call(self, inputs, training=None):
+    """Runs BERT and both heads.
+
+    Args:
+      inputs: dict with BertModel's keys plus "masked_lm_positions",
+        int [B, P].
+      training: bool, whether dropout is active.
+
+    Returns:
+      dict with BertModel's outputs plus
+        "masked_lm_logits": float [B, P, V];
+        "next_sentence_logits": float [B, 2].
+    """
+    outputs = dict(self.bert(inputs, training=training))
+    outputs["masked_lm_logits"] = self.masked_lm(
+        outputs["sequence_output"], inputs["masked_lm_positions"])
+    outputs["next_sentence_logits"] = self.next_sentence(
+        outputs["pooled_output"])
+    return outputs

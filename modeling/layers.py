@@ -1,0 +1,299 @@
+"""Keras layers of the original BERT encoder, one per variable scope.
+
+Shape letters used below: B batch size, T sequence length (F attending from,
+T attended to), H hidden size, N attention heads, D = H / N head size,
+I intermediate size, V vocabulary size.
+"""
+
+import math
+
+import numpy as np
+import tensorflow as tf
+import tf_keras as keras
+
+# The original uses tf.contrib.layers.layer_norm, whose variance epsilon is
+# 1e-12 (Keras' default 1e-3 would change every output noticeably).
+LAYER_NORM_EPSILON = 1e-12
+
+# Added to the attention scores of masked positions before the softmax. The
+# original uses -10000 rather than -inf: exp(-10000) is exactly 0 in float32,
+# and the value is safe in float16 too.
+MASK_ADDER = -10000.0
+
+
+def gelu(x):
+  """The original BERT GELU: the tanh approximation of x * Phi(x).
+
+  0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))). Google's
+  checkpoints were trained with this form, not the exact erf form.
+
+  Args:
+    x: float Tensor of any shape.
+
+  Returns:
+    Tensor of the same shape and dtype.
+  """
+  x = tf.convert_to_tensor(x)
+  cdf = 0.5 * (1.0 + tf.tanh(
+      np.sqrt(2.0 / np.pi).astype(np.float32) * (x + 0.044715 * tf.pow(x, 3))))
+  return x * cdf
+
+
+def get_activation(activation_string):
+  """Maps a bert_config.json hidden_act to a function, as the original does.
+
+  Args:
+    activation_string: one of "gelu", "relu", "tanh", "linear" (any case).
+
+  Returns:
+    A function Tensor -> Tensor, or None for "linear" (Keras' identity).
+
+  Raises:
+    ValueError: unknown name.
+  """
+  act = activation_string.lower()
+  activations = {"gelu": gelu, "relu": tf.nn.relu, "tanh": tf.tanh,
+                 "linear": None}
+  if act not in activations:
+    raise ValueError("Unsupported activation: %r (expected one of %s)" %
+                     (activation_string, ", ".join(activations)))
+  return activations[act]
+
+
+def create_initializer(initializer_range=0.02):
+  """Truncated normal (cut at 2 stddev) with stddev initializer_range.
+
+  Make one per weight: tf_keras gives an unseeded initializer instance the
+  same values on every call, so a shared one would make weights equal.
+  """
+  return keras.initializers.TruncatedNormal(stddev=initializer_range)
+
+
+def layer_norm(name="LayerNorm"):
+  """A LayerNorm over the last axis with the original's epsilon."""
+  return keras.layers.LayerNormalization(
+      axis=-1, epsilon=LAYER_NORM_EPSILON, name=name)
+
+
+class Embeddings(keras.layers.Layer):
+  """Scope bert/embeddings: word + segment + position, LayerNorm, dropout."""
+
+  def __init__(self, vocab_size, hidden_size, type_vocab_size,
+               max_position_embeddings, initializer_range, dropout_rate,
+               use_one_hot_embeddings=False, name="embeddings", **kwargs):
+    """Creates the layer.
+
+    Args:
+      vocab_size: int V, rows of the word embedding table.
+      hidden_size: int H, embedding width.
+      type_vocab_size: int, rows of the segment table.
+      max_position_embeddings: int, rows of the position table; the longest
+        sequence the layer accepts.
+      initializer_range: float, stddev of the truncated-normal initializer.
+      dropout_rate: float, dropout after the LayerNorm.
+      use_one_hot_embeddings: bool; look words up with a one-hot matmul (fast
+        on TPU) instead of a gather. Both give the same numbers.
+      name: Keras name.
+      **kwargs: passed to keras.layers.Layer.
+    """
+    super().__init__(name=name, **kwargs)
+    self.vocab_size = vocab_size
+    self.hidden_size = hidden_size
+    self.type_vocab_size = type_vocab_size
+    self.max_position_embeddings = max_position_embeddings
+    self.initializer_range = initializer_range
+    self.use_one_hot_embeddings = use_one_hot_embeddings
+    self.layer_norm = layer_norm()
+    self.dropout = keras.layers.Dropout(dropout_rate)
+
+  def build(self, input_shape):
+    self.word_embeddings = self.add_weight(
+        "word_embeddings", shape=[self.vocab_size, self.hidden_size],
+        initializer=create_initializer(self.initializer_range))
+    self.token_type_embeddings = self.add_weight(
+        "token_type_embeddings", shape=[self.type_vocab_size, self.hidden_size],
+        initializer=create_initializer(self.initializer_range))
+    self.position_embeddings = self.add_weight(
+        "position_embeddings",
+        shape=[self.max_position_embeddings, self.hidden_size],
+        initializer=create_initializer(self.initializer_range))
+    self.layer_norm.build([None, None, self.hidden_size])
+    super().build(input_shape)
+
+  def _lookup(self, table, ids, depth):
+    if self.use_one_hot_embeddings:
+      return tf.einsum("btv,vh->bth", tf.one_hot(ids, depth, dtype=table.dtype),
+                       table)
+    return tf.gather(table, ids)
+
+  def call(self, input_ids, segment_ids, training=None):
+    """Embeds a batch.
+
+    Args:
+      input_ids: int32 [B, T] word ids.
+      segment_ids: int32 [B, T] segment ids (0 for A, 1 for B).
+      training: bool, whether dropout is active.
+
+    Returns:
+      float [B, T, H], the embedding output.
+    """
+    seq_length = tf.shape(input_ids)[1]
+    static_length = input_ids.shape[1]
+    if (static_length is not None and
+        static_length > self.max_position_embeddings):
+      raise ValueError(
+          "Sequence length %d exceeds max_position_embeddings %d." %
+          (static_length, self.max_position_embeddings))
+    tf.debugging.assert_less_equal(
+        seq_length, self.max_position_embeddings,
+        message="sequence length exceeds max_position_embeddings")
+    output = self._lookup(self.word_embeddings, input_ids, self.vocab_size)
+    output += self._lookup(self.token_type_embeddings, segment_ids,
+                           self.type_vocab_size)
+    # [T, H], broadcast over the batch.
+    output += self.position_embeddings[:seq_length]
+    output = self.layer_norm(output)
+    return self.dropout(output, training=training)
+
+
+class SelfAttention(keras.layers.Layer):
+  """Scope attention/self: multi-head scaled dot-product self-attention."""
+
+  def __init__(self, num_attention_heads, size_per_head, initializer_range,
+               attention_probs_dropout_prob, name="self", **kwargs):
+    """Creates the layer.
+
+    Args:
+      num_attention_heads: int N.
+      size_per_head: int D; N * D is the projection width H.
+      initializer_range: float, stddev of the truncated-normal initializer.
+      attention_probs_dropout_prob: float, dropout on attention probabilities.
+      name: Keras name.
+      **kwargs: passed to keras.layers.Layer.
+    """
+    super().__init__(name=name, **kwargs)
+    self.num_attention_heads = num_attention_heads
+    self.size_per_head = size_per_head
+    width = num_attention_heads * size_per_head
+    self.query, self.key, self.value = [
+        keras.layers.Dense(
+            width, kernel_initializer=create_initializer(initializer_range),
+            name=name) for name in ("query", "key", "value")]
+    self.dropout = keras.layers.Dropout(attention_probs_dropout_prob)
+
+  def _split_heads(self, x, batch_size, seq_length):
+    x = tf.reshape(x, [batch_size, seq_length, self.num_attention_heads,
+                       self.size_per_head])  # [B, T, N, D]
+    return tf.transpose(x, [0, 2, 1, 3])  # [B, N, T, D]
+
+  def call(self, hidden_states, attention_mask, training=None):
+    """Attends every position to every unmasked position.
+
+    Args:
+      hidden_states: float [B, T, H].
+      attention_mask: float [B, 1 or F, T]; 1 where attending is allowed,
+        0 where not (padding). Rows broadcast over the from-positions.
+      training: bool, whether dropout is active.
+
+    Returns:
+      float [B, T, N * D], the per-head contexts, heads concatenated.
+    """
+    batch_size = tf.shape(hidden_states)[0]
+    seq_length = tf.shape(hidden_states)[1]
+    query = self._split_heads(self.query(hidden_states), batch_size,
+                              seq_length)
+    key = self._split_heads(self.key(hidden_states), batch_size, seq_length)
+    value = self._split_heads(self.value(hidden_states), batch_size,
+                              seq_length)
+    # [B, N, F, T]. Scaled after the product, in the original's order.
+    scores = tf.matmul(query, key, transpose_b=True)
+    scores *= 1.0 / math.sqrt(float(self.size_per_head))
+    adder = (1.0 - tf.cast(attention_mask, scores.dtype)) * MASK_ADDER
+    scores += adder[:, tf.newaxis, :, :]  # [B, 1, F or 1, T]
+    probs = tf.nn.softmax(scores)
+    probs = self.dropout(probs, training=training)
+    context = tf.matmul(probs, value)  # [B, N, F, D]
+    context = tf.transpose(context, [0, 2, 1, 3])  # [B, F, N, D]
+    return tf.reshape(context, [batch_size, seq_length,
+                                self.num_attention_heads * self.size_per_head])
+
+
+class TransformerLayer(keras.layers.Layer):
+  """Scope encoder/layer_N: post-LayerNorm Transformer block."""
+
+  def __init__(self, hidden_size, num_attention_heads, intermediate_size,
+               intermediate_activation, hidden_dropout_prob,
+               attention_probs_dropout_prob, initializer_range, name,
+               **kwargs):
+    """Creates the layer.
+
+    Args:
+      hidden_size: int H.
+      num_attention_heads: int N; must divide H.
+      intermediate_size: int I.
+      intermediate_activation: function or None, feed-forward activation.
+      hidden_dropout_prob: float, dropout on both sub-layer outputs.
+      attention_probs_dropout_prob: float, dropout on attention probabilities.
+      initializer_range: float, stddev of the truncated-normal initializer.
+      name: Keras name, "layer_N".
+      **kwargs: passed to keras.layers.Layer.
+    """
+    super().__init__(name=name, **kwargs)
+    self.attention = SelfAttention(
+        num_attention_heads, hidden_size // num_attention_heads,
+        initializer_range, attention_probs_dropout_prob)
+    self.attention_output = keras.layers.Dense(
+        hidden_size, kernel_initializer=create_initializer(initializer_range),
+        name="attention_output")
+    self.attention_layer_norm = layer_norm("attention_LayerNorm")
+    self.intermediate = keras.layers.Dense(
+        intermediate_size, activation=intermediate_activation,
+        kernel_initializer=create_initializer(initializer_range),
+        name="intermediate")
+    self.output_dense = keras.layers.Dense(
+        hidden_size, kernel_initializer=create_initializer(initializer_range),
+        name="output")
+    self.output_layer_norm = layer_norm("output_LayerNorm")
+    self.dropout = keras.layers.Dropout(hidden_dropout_prob)
+
+  def call(self, hidden_states, attention_mask, training=None):
+    """Runs one block.
+
+    Args:
+      hidden_states: float [B, T, H], the previous layer's output.
+      attention_mask: float [B, 1 or F, T], 1 = may attend.
+      training: bool, whether dropout is active.
+
+    Returns:
+      float [B, T, H].
+    """
+    attention = self.attention(hidden_states, attention_mask,
+                               training=training)
+    attention = self.dropout(self.attention_output(attention),
+                             training=training)
+    attention = self.attention_layer_norm(attention + hidden_states)
+    output = self.output_dense(self.intermediate(attention))
+    output = self.dropout(output, training=training)
+    return self.output_layer_norm(output + attention)
+
+
+class Pooler(keras.layers.Layer):
+  """Scope bert/pooler: dense + tanh on the first ([CLS]) token."""
+
+  def __init__(self, hidden_size, initializer_range, name="pooler", **kwargs):
+    """Creates the layer.
+
+    Args:
+      hidden_size: int H.
+      initializer_range: float, stddev of the truncated-normal initializer.
+      name: Keras name.
+      **kwargs: passed to keras.layers.Layer.
+    """
+    super().__init__(name=name, **kwargs)
+    self.dense = keras.layers.Dense(
+        hidden_size, activation=tf.tanh,
+        kernel_initializer=create_initializer(initializer_range), name="dense")
+
+  def call(self, sequence_output):
+    """Pools [B, T, H] to [B, H] from position 0."""
+    return self.dense(sequence_output[:, 0, :])
