@@ -1,0 +1,92 @@
+"""tf.distribute strategy from the original's TPU flags, and prediction."""
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from runner_lib import errors
+
+
+def check_tpu_flags(use_tpu, tpu_name, tpu_zone, gcp_project, master):
+  """Rejects TPU address flags given without --use_tpu.
+
+  Raises:
+    errors.InputError: naming the flag.
+  """
+  if use_tpu:
+    if tpu_name and master and tpu_name != master:
+      raise errors.InputError(
+          "--tpu_name=%s and --master=%s name different TPUs; give one." %
+          (tpu_name, master))
+    return
+  for name, value in (("tpu_name", tpu_name), ("tpu_zone", tpu_zone),
+                      ("gcp_project", gcp_project), ("master", master)):
+    if value:
+      raise errors.InputError(
+          "--%s=%s is only used with --use_tpu; add --use_tpu or drop it." %
+          (name, value))
+
+
+def get_strategy(use_tpu=False, tpu_name=None, tpu_zone=None,
+                 gcp_project=None, master=None, num_tpu_cores=None):
+  """Builds the tf.distribute strategy the flags ask for.
+
+  Args:
+    use_tpu: bool; False gives the default strategy (one CPU or GPU).
+    tpu_name: str, TPU name or grpc:// address.
+    tpu_zone: str, GCE zone.
+    gcp_project: str, GCP project.
+    master: str, the original's name for the TPU address.
+    num_tpu_cores: int or None; if given, must equal the replicas found.
+
+  Returns:
+    A tf.distribute.Strategy.
+
+  Raises:
+    errors.InputError: flags that contradict each other or the TPU found.
+  """
+  check_tpu_flags(use_tpu, tpu_name, tpu_zone, gcp_project, master)
+  if not use_tpu:
+    return tf.distribute.get_strategy()
+  try:
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+        tpu=tpu_name or master or "", zone=tpu_zone, project=gcp_project)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+  except (ValueError, tf.errors.OpError) as e:
+    raise errors.InputError("--use_tpu: cannot reach a TPU (tpu_name=%r, "
+                            "master=%r): %s" % (tpu_name, master, e)) from None
+  strategy = tf.distribute.TPUStrategy(resolver)
+  replicas = strategy.num_replicas_in_sync
+  if num_tpu_cores is not None and num_tpu_cores != replicas:
+    raise errors.InputError("--num_tpu_cores=%d but the TPU has %d cores." %
+                            (num_tpu_cores, replicas))
+  logging.info("Running on TPU %s with %d cores.", tpu_name or master,
+               replicas)
+  return strategy
+
+
+def predictor(strategy, predict_fn):
+  """Wraps a per-replica step to run over datasets under a strategy.
+
+  Args:
+    strategy: a tf.distribute.Strategy.
+    predict_fn: function dict of Tensors -> nest of Tensors with a leading
+      batch axis, the per-replica step (traced once by tf.function).
+
+  Returns:
+    A function dataset -> iterator of the same nest as numpy arrays, one per
+    global batch, in dataset order. The dataset yields global batches with a
+    static batch size divisible by the number of replicas.
+  """
+  step = tf.function(lambda batch: strategy.run(predict_fn, args=(batch,)))
+
+  def gather(per_replica):
+    return np.concatenate(
+        [t.numpy() for t in strategy.experimental_local_results(per_replica)])
+
+  def run(dataset):
+    for batch in strategy.experimental_distribute_dataset(dataset):
+      yield tf.nest.map_structure(gather, step(batch))
+
+  return run

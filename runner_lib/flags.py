@@ -1,0 +1,52 @@
+"""Flag definitions shared by runners, each defined here once."""
+
+from absl import flags
+
+
+def define_model_flags(max_seq_length=128):
+  """bert_config_file, vocab_file, init_checkpoint, do_lower_case, ..."""
+  flags.DEFINE_string(
+      "bert_config_file", None,
+      "Required. The config json file corresponding to the pre-trained BERT "
+      "model. This specifies the model architecture.")
+  flags.DEFINE_string(
+      "vocab_file", None,
+      "Required. The vocabulary file that the BERT model was trained on.")
+  flags.DEFINE_string(
+      "init_checkpoint", None,
+      "Initial checkpoint (usually from a pre-trained BERT model), given as "
+      "its prefix, e.g. $BERT_BASE_DIR/bert_model.ckpt.")
+  flags.DEFINE_bool(
+      "do_lower_case", True,
+      "Whether to lower case the input text. Should be True for uncased "
+      "models and False for cased models.")
+  flags.DEFINE_integer(
+      "max_seq_length", max_seq_length,
+      "The maximum total input sequence length after WordPiece tokenization. "
+      "Sequences longer than this will be truncated, and sequences shorter "
+      "than this will be padded.")
+
+
+def define_tpu_flags():
+  """use_tpu and the flags that say which TPU (see distribute.py)."""
+  flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
+  flags.DEFINE_string(
+      "tpu_name", None,
+      "The Cloud TPU to use: its name or a grpc://ip.address.of.tpu:8470 "
+      "url. Only with --use_tpu.")
+  flags.DEFINE_string(
+      "tpu_zone", None,
+      "GCE zone of the Cloud TPU. If not given, it is detected from "
+      "metadata. Only with --use_tpu.")
+  flags.DEFINE_string(
+      "gcp_project", None,
+      "Project name of the Cloud TPU-enabled project. If not given, it is "
+      "detected from metadata. Only with --use_tpu.")
+  flags.DEFINE_string(
+      "master", None,
+      "The address of the TPU master (same as --tpu_name). Only with "
+      "--use_tpu.")
+  flags.DEFINE_integer(
+      "num_tpu_cores", 8,
+      "Total number of TPU cores. Only with --use_tpu; checked against the "
+      "cores the TPU reports when given explicitly.")

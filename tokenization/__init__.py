@@ -1,0 +1,12 @@
+"""WordPiece tokenization with the original release's API and output."""
+
+from tokenization.text import convert_to_unicode
+from tokenization.text import printable_text
+from tokenization.text import whitespace_tokenize
+from tokenization.tokenizers import BasicTokenizer
+from tokenization.tokenizers import convert_by_vocab
+from tokenization.tokenizers import FullTokenizer
+from tokenization.tokenizers import load_vocab
+from tokenization.tokenizers import validate_case_matches_checkpoint
+from tokenization.tokenizers import VocabError
+from tokenization.tokenizers import WordpieceTokenizer
