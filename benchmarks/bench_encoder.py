@@ -19,12 +19,9 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 import numpy as np
 import tensorflow as tf
-import tf_keras
-
-from official.modeling import tf_utils
-from official.nlp.modeling import networks
 
 import modeling
+from tests import reference
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("repeats", 10, "Timed runs per model and shape.")
@@ -43,21 +40,6 @@ SHAPES = {
 }
 
 
-def model_garden(config):
-  return networks.BertEncoder(
-      vocab_size=config.vocab_size, hidden_size=config.hidden_size,
-      num_layers=config.num_hidden_layers,
-      num_attention_heads=config.num_attention_heads,
-      intermediate_size=config.intermediate_size,
-      activation=tf_utils.get_activation(config.hidden_act),
-      dropout_rate=config.hidden_dropout_prob,
-      attention_dropout_rate=config.attention_probs_dropout_prob,
-      max_sequence_length=config.max_position_embeddings,
-      type_vocab_size=config.type_vocab_size,
-      initializer=tf_keras.initializers.TruncatedNormal(stddev=0.02),
-      dict_outputs=True)
-
-
 def make_batch(config, batch_size, seq_length):
   rng = np.random.RandomState(0)
   ids = rng.randint(1000, config.vocab_size, [batch_size, seq_length])
@@ -74,7 +56,7 @@ def bench_shape(name):
   config = modeling.BertConfig(**fields)
   ids, mask, segments = make_batch(config, batch_size, seq_length)
   ours = modeling.BertModel(config)
-  theirs = model_garden(config)
+  theirs = reference.model_garden_encoder(config)
 
   @tf.function(jit_compile=FLAGS.jit_compile)
   def run_ours():

@@ -7,6 +7,10 @@ modeling/.
 
 import numpy as np
 import tensorflow as tf
+import tf_keras
+
+from official.modeling import tf_utils
+from official.nlp.modeling import networks
 
 
 def np_gelu(x):
@@ -184,3 +188,21 @@ def write_tf1_checkpoint(prefix, weights):
       saver.save(session, prefix, write_meta_graph=False,
                  write_state=False)
   return prefix
+
+
+def model_garden_encoder(config):
+  """tf-models-official's BertEncoder built from a BertConfig."""
+  return networks.BertEncoder(
+      vocab_size=config.vocab_size,
+      hidden_size=config.hidden_size,
+      num_layers=config.num_hidden_layers,
+      num_attention_heads=config.num_attention_heads,
+      intermediate_size=config.intermediate_size,
+      activation=tf_utils.get_activation(config.hidden_act),
+      dropout_rate=config.hidden_dropout_prob,
+      attention_dropout_rate=config.attention_probs_dropout_prob,
+      max_sequence_length=config.max_position_embeddings,
+      type_vocab_size=config.type_vocab_size,
+      initializer=tf_keras.initializers.TruncatedNormal(
+          stddev=config.initializer_range),
+      dict_outputs=True)

@@ -12,7 +12,6 @@ import tf_keras
 
 from official.modeling import tf_utils
 from official.nlp.modeling import models
-from official.nlp.modeling import networks
 from official.nlp.tools import tf1_bert_checkpoint_converter_lib as converter
 
 import modeling
@@ -29,23 +28,6 @@ CONFIGS = [
          num_attention_heads=1, intermediate_size=16,
          max_position_embeddings=64, type_vocab_size=16),
 ]
-
-
-def model_garden_encoder(config):
-  return networks.BertEncoder(
-      vocab_size=config.vocab_size,
-      hidden_size=config.hidden_size,
-      num_layers=config.num_hidden_layers,
-      num_attention_heads=config.num_attention_heads,
-      intermediate_size=config.intermediate_size,
-      activation=tf_utils.get_activation(config.hidden_act),
-      dropout_rate=config.hidden_dropout_prob,
-      attention_dropout_rate=config.attention_probs_dropout_prob,
-      max_sequence_length=config.max_position_embeddings,
-      type_vocab_size=config.type_vocab_size,
-      initializer=tf_keras.initializers.TruncatedNormal(
-          stddev=config.initializer_range),
-      dict_outputs=True)
 
 
 def converted(tmp_path, config, weights, model):
@@ -77,7 +59,7 @@ def batch_for(config, seed, batch=4, length=13):
 def test_encoder_outputs_match_model_garden(tmp_path, index):
   config = modeling.BertConfig(**CONFIGS[index])
   weights = reference.random_weights(config, seed=index, heads=False)
-  theirs = model_garden_encoder(config)
+  theirs = reference.model_garden_encoder(config)
   v1 = converted(tmp_path, config, weights, theirs)
   ours = modeling.BertModel(config)
   modeling.load_checkpoint(ours, v1)
@@ -100,7 +82,7 @@ def test_masked_lm_matches_model_garden_pretrainer(tmp_path):
   config = modeling.BertConfig(**CONFIGS[0])
   weights = reference.random_weights(config, seed=5)
   theirs = models.BertPretrainerV2(
-      encoder_network=model_garden_encoder(config),
+      encoder_network=reference.model_garden_encoder(config),
       mlm_activation=tf_utils.get_activation(config.hidden_act),
       mlm_initializer=tf_keras.initializers.TruncatedNormal(stddev=0.02))
   _ = theirs(theirs.inputs)

@@ -1,0 +1,107 @@
+"""The original tokenizer as TensorFlow (Text) ops: fast, and in-graph.
+
+Each step of the original BasicTokenizer becomes one vectorised op over a
+batch of strings, then TensorFlow Text's FastWordpieceTokenizer (linear-time
+WordPiece, the same greedy longest-match-first result) splits the words.
+
+How the steps keep the original's output:
+- The original lower-cases, NFD-decomposes and strips accents per
+  whitespace-separated token before splitting punctuation. Doing it on the
+  whole string gives the same result: none of these steps creates or
+  removes whitespace, and a space ends Python's Final_Sigma context just as
+  a token boundary does. tf.strings.lower(encoding="utf-8") applies ICU's
+  full lower-casing, which agrees with Python's str.lower() (final sigma,
+  U+0130) on the inputs we test.
+- TensorFlow Text's own BertTokenizer / FastBertTokenizer are not used for
+  normalisation: they case-fold (NFKC_Casefold: "ß" -> "ss", full-width ->
+  ASCII) where the original only lower-cases, and count the word-length
+  limit in bytes where the original counts characters (200).
+- U+2028 / U+2029 (line and paragraph separators) survive the original's
+  clean-up but split words in Python's str.split(); they become spaces here.
+- Character classes come from RE2's Unicode tables, the original's from
+  Python's unicodedata; they agree except on characters assigned in Unicode
+  versions newer than the running Python's (documented in README.md).
+"""
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from tokenization import text as text_lib
+from tokenization import tokenizers
+
+_WHITESPACE = r"[\t\n\r\p{Zs}\x{2028}\x{2029}]"
+_REMOVED = r"[\x00\x{FFFD}\p{Cc}\p{Cf}]"
+_CJK = "([%s])" % "".join(r"\x{%X}-\x{%X}" % r for r in text_lib.CJK_RANGES)
+_PUNCTUATION = r"([!-/:-@\[-`{-~\p{P}])"
+
+# FastWordpieceTokenizer counts bytes; give it room for 200 four-byte
+# characters and apply the original's character limit ourselves.
+_MAX_BYTES_PER_WORD = 4 * tokenizers.MAX_INPUT_CHARS_PER_WORD + 4
+
+
+def split_words(texts, do_lower_case):
+  """The original BasicTokenizer on a batch: strings -> words.
+
+  Args:
+    texts: string Tensor [B] of valid UTF-8.
+    do_lower_case: bool, lower-case and strip accents.
+
+  Returns:
+    string RaggedTensor [B, (words)].
+  """
+  # Whitespace first: the original keeps \t \n \r as spaces before it drops
+  # control characters (the class that also holds them).
+  texts = tf.strings.regex_replace(texts, _WHITESPACE, " ")
+  texts = tf.strings.regex_replace(texts, _REMOVED, "")
+  texts = tf.strings.regex_replace(texts, _CJK, r" \1 ")
+  if do_lower_case:
+    texts = tf.strings.lower(texts, encoding="utf-8")
+    texts = tf_text.normalize_utf8(texts, "NFD")
+    texts = tf.strings.regex_replace(texts, r"\p{Mn}", "")
+  texts = tf.strings.regex_replace(texts, _PUNCTUATION, r" \1 ")
+  return tf.strings.split(texts)
+
+
+class GraphTokenizer(tf.Module):
+  """FullTokenizer's tokenize, for batches of strings, in TensorFlow ops.
+
+  Saves with a SavedModel (the vocab is compiled into the op's model).
+  """
+
+  def __init__(self, vocab, do_lower_case, name=None):
+    """Compiles the WordPiece model.
+
+    Args:
+      vocab: list of str, the vocab in id order, without duplicates.
+      do_lower_case: bool.
+      name: tf.Module name.
+    """
+    super().__init__(name=name)
+    self.do_lower_case = do_lower_case
+    self._vocab = tf.constant(vocab)
+    self._wordpiece = tf_text.FastWordpieceTokenizer(
+        vocab=vocab, suffix_indicator="##",
+        max_bytes_per_word=_MAX_BYTES_PER_WORD, token_out_type=tf.int64,
+        unknown_token="[UNK]", no_pretokenization=True)
+
+  def tokenize_ids(self, texts):
+    """Tokenizes a batch to ids.
+
+    Args:
+      texts: string Tensor [B], UTF-8.
+
+    Returns:
+      int64 RaggedTensor [B, (wordpieces)].
+    """
+    words = split_words(texts, self.do_lower_case)
+    too_long = (tf.strings.length(words.flat_values, unit="UTF8_CHAR") >
+                tokenizers.MAX_INPUT_CHARS_PER_WORD)
+    # "[UNK]" is a vocab entry, so WordPiece maps it to itself.
+    words = words.with_flat_values(
+        tf.where(too_long, "[UNK]", words.flat_values))
+    return self._wordpiece.tokenize(words).merge_dims(-2, -1)
+
+  def tokenize(self, texts):
+    """Like tokenize_ids, but string RaggedTensor [B, (wordpieces)]."""
+    ids = self.tokenize_ids(texts)
+    return ids.with_flat_values(tf.gather(self._vocab, ids.flat_values))
