@@ -10,3 +10,7 @@ from tokenization.tokenizers import load_vocab
 from tokenization.tokenizers import validate_case_matches_checkpoint
 from tokenization.tokenizers import VocabError
 from tokenization.tokenizers import WordpieceTokenizer
+from tokenization.graph import GraphTokenizer
+from tokenization.preprocessing import BertPreprocessor
+from tokenization.tokenizers import check_vocab_tokens
+from tokenization.tokenizers import read_vocab_tokens

@@ -27,7 +27,6 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from tokenization import text as text_lib
-from tokenization import tokenizers
 
 _WHITESPACE = r"[\t\n\r\p{Zs}\x{2028}\x{2029}]"
 _REMOVED = r"[\x00\x{FFFD}\p{Cc}\p{Cf}]"
@@ -36,7 +35,7 @@ _PUNCTUATION = r"([!-/:-@\[-`{-~\p{P}])"
 
 # FastWordpieceTokenizer counts bytes; give it room for 200 four-byte
 # characters and apply the original's character limit ourselves.
-_MAX_BYTES_PER_WORD = 4 * tokenizers.MAX_INPUT_CHARS_PER_WORD + 4
+_MAX_BYTES_PER_WORD = 4 * text_lib.MAX_INPUT_CHARS_PER_WORD + 4
 
 
 def split_words(texts, do_lower_case):
@@ -95,7 +94,7 @@ class GraphTokenizer(tf.Module):
     """
     words = split_words(texts, self.do_lower_case)
     too_long = (tf.strings.length(words.flat_values, unit="UTF8_CHAR") >
-                tokenizers.MAX_INPUT_CHARS_PER_WORD)
+                text_lib.MAX_INPUT_CHARS_PER_WORD)
     # "[UNK]" is a vocab entry, so WordPiece maps it to itself.
     words = words.with_flat_values(
         tf.where(too_long, "[UNK]", words.flat_values))

@@ -8,6 +8,11 @@ all non-alphanumeric printable ASCII (so "$", "+", "^", "`" split too).
 
 import unicodedata
 
+# The original WordPiece limit: a word of more characters (code points)
+# becomes [UNK]. Other ports use 100 or 400, which changes the ids of long
+# "words" such as URLs.
+MAX_INPUT_CHARS_PER_WORD = 200
+
 # The "CJK Unified Ideographs" ranges the original puts spaces around. Not
 # all of CJK: Hiragana, Katakana and Hangul are written with spaces or are
 # left to WordPiece, as in the original.

@@ -1,0 +1,256 @@
+"""tokenization/: identity with the 2018 algorithm, per string and in batch.
+
+The reference is tf-models-official's port of the 2018 tokenization.py,
+whose only algorithmic difference from it is the WordPiece word-length limit
+(400 characters there, 200 in 2018): the reference below sets it back to
+200, and a test of its own pins that difference.
+"""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official.nlp.tools import tokenization as port
+
+import tokenization
+from runner_lib import features
+from tests import stress_corpus
+
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+class Reference(object):
+  """The 2018 FullTokenizer: the port's classes with the 2018 limit (200)."""
+
+  def __init__(self, vocab, do_lower_case):
+    self.vocab = vocab
+    self.basic = port.BasicTokenizer(do_lower_case=do_lower_case)
+    self.wordpiece = port.WordpieceTokenizer(vocab=vocab,
+                                             max_input_chars_per_word=200)
+
+  def tokenize(self, text):
+    return [p for w in self.basic.tokenize(text)
+            for p in self.wordpiece.tokenize(w)]
+
+
+def write_vocab(path, tokens):
+  path.write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
+  return str(path)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+  return stress_corpus.corpus()
+
+
+@pytest.fixture(scope="module")
+def stress_vocab_file(corpus, tmp_path_factory):
+  words = []
+  for lower in (True, False):
+    basic = port.BasicTokenizer(do_lower_case=lower)
+    for line in corpus:
+      words.extend(basic.tokenize(line))
+  tokens = stress_corpus.vocab_for(words)
+  return write_vocab(tmp_path_factory.mktemp("vocab") / "vocab.txt", tokens)
+
+
+def check_identity(vocab_file, lines, do_lower_case):
+  ours = tokenization.FullTokenizer(vocab_file, do_lower_case)
+  reference = Reference(port.load_vocab(vocab_file), do_lower_case)
+  want = [reference.tokenize(line) for line in lines]
+  assert [ours.tokenize(line) for line in lines] == want
+  assert ours.batch_tokenize(lines) == want
+  assert ours.batch_tokenize_ids(lines) == [
+      ours.convert_tokens_to_ids(tokens) for tokens in want]
+  return want
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_stress_corpus_identity(corpus, stress_vocab_file, do_lower_case):
+  assert len(corpus) >= 3000
+  want = check_identity(stress_vocab_file, corpus, do_lower_case)
+  # The corpus exercises what it should: unknowns, long words, continuations.
+  flat = [t for tokens in want for t in tokens]
+  assert flat.count("[UNK]") > 100
+  assert sum(t.startswith("##") for t in flat) > 1000
+  assert len(set(flat)) > 1000
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_stress_corpus_identity_real_vocab(corpus, shared_data, do_lower_case):
+  vocab_file = os.path.join(shared_data, "vocab", "uncased_vocab.txt")
+  check_identity(vocab_file, corpus, do_lower_case)
+
+
+def test_real_text_identity(shared_data):
+  vocab_file = os.path.join(shared_data, "vocab", "uncased_vocab.txt")
+  with open(os.path.join(shared_data, "corpus", "wikitext2_test_pretrain.txt"),
+            encoding="utf-8") as f:
+    lines = f.read().splitlines()[:3000]
+  check_identity(vocab_file, lines, True)
+
+
+def test_hand_checked_tokens(tmp_path):
+  vocab_file = write_vocab(tmp_path / "v.txt", SPECIAL + [
+      "un", "##aff", "##able", "jim", "henson", "was", "a", "puppet", "##eer",
+      ",", "!", "hello", "cafe", "café", "中", "文", "$", "3", ".", "50",
+      "Hello"])
+  lower = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
+  cased = tokenization.FullTokenizer(vocab_file, do_lower_case=False)
+  cases = [
+      ("unaffable", ["un", "##aff", "##able"], ["un", "##aff", "##able"]),
+      ("Jim Henson was a puppeteer",
+       ["jim", "henson", "was", "a", "puppet", "##eer"],
+       ["[UNK]", "[UNK]", "was", "a", "puppet", "##eer"]),
+      ("Hello,\tCAFÉ!", ["hello", ",", "cafe", "!"],
+       ["Hello", ",", "[UNK]", "!"]),
+      ("café\u200b中文", ["cafe", "中", "文"], ["café", "中", "文"]),
+      ("$3.50", ["$", "3", ".", "50"], ["$", "3", ".", "50"]),
+      ("unaffablex", ["[UNK]"], ["[UNK]"]),
+      (b"hello \xff!", ["hello", "!"], ["hello", "!"]),
+  ]
+  for text, want_lower, want_cased in cases:
+    assert lower.tokenize(text) == want_lower, text
+    assert cased.tokenize(text) == want_cased, text
+    assert lower.batch_tokenize([text]) == [want_lower], text
+    assert cased.batch_tokenize([text]) == [want_cased], text
+  assert lower.convert_tokens_to_ids(["[CLS]", "un", "##able"]) == [2, 5, 7]
+  assert lower.convert_ids_to_tokens([8, 0]) == ["jim", "[PAD]"]
+
+
+def test_word_length_limit_is_the_originals_200_not_the_ports_400(tmp_path):
+  vocab_file = write_vocab(tmp_path / "v.txt", SPECIAL + ["a", "##a"])
+  ours = tokenization.FullTokenizer(vocab_file)
+  port_default = port.FullTokenizer(vocab_file)
+  assert ours.tokenize("a" * 200) == ["a"] + ["##a"] * 199
+  for text in ("a" * 201, "a" * 300):
+    assert ours.tokenize(text) == ["[UNK]"]
+    assert ours.batch_tokenize([text]) == [["[UNK]"]]
+  # The port keeps words up to 400 characters: it differs here.
+  assert port_default.tokenize("a" * 300) == ["a"] + ["##a"] * 299
+  # The limit counts characters, not bytes: 200 two-byte letters pass.
+  vocab_file = write_vocab(tmp_path / "w.txt", SPECIAL + ["ж", "##ж"])
+  ours = tokenization.FullTokenizer(vocab_file)
+  assert ours.batch_tokenize(["ж" * 200, "ж" * 201]) == [
+      ["ж"] + ["##ж"] * 199, ["[UNK]"]]
+
+
+def test_basic_tokenizer_rules():
+  basic = tokenization.BasicTokenizer(do_lower_case=True)
+  assert basic.tokenize(" \tHeLLo!how  \n Are yoU?  ") == [
+      "hello", "!", "how", "are", "you", "?"]
+  assert basic.tokenize("H\u00e9llo") == ["hello"]
+  # ASCII symbols count as punctuation; math symbols (Sm) do not.
+  assert basic.tokenize("a$b^c`d≈e") == ["a", "$", "b", "^", "c", "`", "d≈e"]
+  # Control and format characters vanish; line separators split words.
+  assert basic.tokenize("ab\u200bcd\x07ef\u2028gh") == ["abcdef", "gh"]
+  cased = tokenization.BasicTokenizer(do_lower_case=False)
+  assert cased.tokenize("HeLLo Café") == ["HeLLo", "Café"]
+  # CJK ideographs become words; kana and hangul do not.
+  assert cased.tokenize("中国ひらがな한국") == ["中", "国", "ひらがな한국"]
+  # Accent stripping is NFD + drop Mn: it also drops the kana voicing mark
+  # and leaves hangul as conjoining jamo, as the original does.
+  assert basic.tokenize("がく한") == ["かく한"]
+
+
+def test_validate_case_matches_checkpoint():
+  tokenization.validate_case_matches_checkpoint(
+      True, "/m/uncased_L-12_H-768_A-12/bert_model.ckpt")
+  tokenization.validate_case_matches_checkpoint(False, "/m/other/bert_model.ckpt")
+  with pytest.raises(ValueError, match="--do_lower_case=False"):
+    tokenization.validate_case_matches_checkpoint(
+        False, "/m/uncased_L-24_H-1024_A-16/bert_model.ckpt")
+  with pytest.raises(ValueError, match="seems to be a cased model"):
+    tokenization.validate_case_matches_checkpoint(
+        True, "gs://b/multi_cased_L-12_H-768_A-12/bert_model.ckpt")
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"", "is empty"),
+    (b"[PAD]\n[CLS]\n[SEP]\nhello\n", "lacks \\[UNK\\]"),
+    (b"[UNK]\n[SEP]\n", "lacks \\[CLS\\]"),
+    (b"[UNK]\n[CLS]\n", "lacks \\[SEP\\]"),
+    (b"[UNK]\n[CLS]\n[SEP]\ncaf\xe9\n", "line 4 is not UTF-8"),
+    (b"[UNK]\n[CLS]\n[SEP]\nhi\nyo\nhi\n",
+     "duplicate entry 'hi' on lines 4 and 6"),
+    (b"[UNK]\n[CLS]\n\n[SEP]\n", "line 3 is empty"),
+])
+def test_bad_vocab(tmp_path, content, message):
+  path = tmp_path / "vocab.txt"
+  path.write_bytes(content)
+  with pytest.raises(tokenization.VocabError, match=message) as error:
+    tokenization.FullTokenizer(str(path))
+  assert str(path) in str(error.value)
+  with pytest.raises(tokenization.VocabError, match=message):
+    tokenization.BertPreprocessor(str(path), True, 8)
+
+
+def test_missing_vocab(tmp_path):
+  with pytest.raises(tokenization.VocabError, match="Cannot read vocab_file"):
+    tokenization.FullTokenizer(str(tmp_path / "none.txt"))
+
+
+def python_inputs(tokenizer, text_a, text_b, seq_length):
+  tokens, segments = features.pair_layout(
+      tokenizer.tokenize(text_a), tokenizer.tokenize(text_b) if text_b is not
+      None else None, seq_length)
+  return features.pad_features(tokenizer.convert_tokens_to_ids(tokens),
+                               segments, seq_length)
+
+
+@pytest.mark.parametrize("seq_length", [5, 16, 48])
+def test_preprocessor_equals_python_path(corpus, stress_vocab_file,
+                                         seq_length):
+  lines = corpus[:600]
+  for do_lower_case in (True, False):
+    tokenizer = tokenization.FullTokenizer(stress_vocab_file, do_lower_case)
+    layer = tokenization.BertPreprocessor(stress_vocab_file, do_lower_case,
+                                          seq_length)
+    a, b = lines[0::2], lines[1::2]
+    pair = layer([tf.constant(a), tf.constant(b)])
+    single = layer(tf.constant(a))
+    for name, got, bs in (("pair", pair, b), ("single", single, None)):
+      want = [python_inputs(tokenizer, x, y, seq_length)
+              for x, y in zip(a, bs or [None] * len(a))]
+      for key, index in (("input_ids", 0), ("input_mask", 1),
+                         ("segment_ids", 2)):
+        np.testing.assert_array_equal(got[key].numpy(),
+                                      [w[index] for w in want],
+                                      err_msg="%s %s" % (name, key))
+
+
+def test_pair_truncation_closed_form_equals_the_loop():
+  from tokenization import preprocessing
+  lengths = np.array([(a, b) for a in range(12) for b in range(12)])
+  for budget in range(0, 14):
+    got_a, got_b = preprocessing.truncated_pair_lengths(
+        tf.constant(lengths[:, 0]), tf.constant(lengths[:, 1]), budget)
+    for (a, b), ga, gb in zip(lengths, got_a.numpy(), got_b.numpy()):
+      ta, tb = list(range(a)), list(range(b))
+      features.truncate_seq_pair(ta, tb, budget)
+      assert (len(ta), len(tb)) == (ga, gb), (a, b, budget)
+
+
+def test_preprocessor_in_saved_model(stress_vocab_file, tmp_path):
+  layer = tokenization.BertPreprocessor(stress_vocab_file, True, 12)
+
+  class Module(tf.Module):
+
+    def __init__(self):
+      super().__init__()
+      self.layer = layer
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string),
+                                  tf.TensorSpec([None], tf.string)])
+    def __call__(self, a, b):
+      return self.layer([a, b])
+
+  tf.saved_model.save(Module(), str(tmp_path / "saved"))
+  loaded = tf.saved_model.load(str(tmp_path / "saved"))
+  a = tf.constant(["Hello, World! café", "中文 text"])
+  b = tf.constant(["Jim Henson was a puppeteer", ""])
+  got, want = loaded(a, b), layer([a, b])
+  for key in ("input_ids", "input_mask", "segment_ids"):
+    np.testing.assert_array_equal(got[key].numpy(), want[key].numpy())
