@@ -254,3 +254,23 @@ def test_preprocessor_in_saved_model(stress_vocab_file, tmp_path):
   got, want = loaded(a, b), layer([a, b])
   for key in ("input_ids", "input_mask", "segment_ids"):
     np.testing.assert_array_equal(got[key].numpy(), want[key].numpy())
+
+
+def test_spelled_out_space_separators_are_category_zs():
+  import sys
+  import unicodedata
+  from tokenization import graph
+  zs = [cp for cp in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(cp)) == "Zs"]
+  assert sorted(graph.ZS_BUT_SPACE + (0x20,)) == zs
+
+
+def test_invalid_utf8_is_dropped_in_graph_as_in_python(stress_vocab_file):
+  tokenizer = tokenization.FullTokenizer(stress_vocab_file)
+  layer = tokenization.BertPreprocessor(stress_vocab_file, True, 16)
+  raw = [b"caf\xc3\xa9 \xff d\xc3on't \xe4\xb8", b"\xc3\xa9t\xc3"]
+  got = layer(tf.constant(raw))
+  for row, text in enumerate(raw):
+    np.testing.assert_array_equal(
+        got["input_ids"][row].numpy(),
+        python_inputs(tokenizer, text.decode("utf-8", "ignore"), None, 16)[0])

@@ -28,7 +28,14 @@ import tensorflow_text as tf_text
 
 from tokenization import text as text_lib
 
-_WHITESPACE = r"[\t\n\r\p{Zs}\x{2028}\x{2029}]"
+# The original's whitespace (\t \n \r and category Zs) minus " " itself,
+# which needs no replacing (matching every space would double the cost),
+# plus U+2028 / U+2029. Zs is spelled out because RE2 has no class
+# subtraction; tests check the list against unicodedata.
+ZS_BUT_SPACE = (0xA0, 0x1680) + tuple(range(0x2000, 0x200B)) + (0x202F, 0x205F,
+                                                                 0x3000)
+_WHITESPACE = r"[\t\n\r%s\x{2028}\x{2029}]" % "".join(
+    r"\x{%X}" % cp for cp in ZS_BUT_SPACE)
 _REMOVED = r"[\x00\x{FFFD}\p{Cc}\p{Cf}]"
 _CJK = "([%s])" % "".join(r"\x{%X}-\x{%X}" % r for r in text_lib.CJK_RANGES)
 _PUNCTUATION = r"([!-/:-@\[-`{-~\p{P}])"
@@ -38,16 +45,22 @@ _PUNCTUATION = r"([!-/:-@\[-`{-~\p{P}])"
 _MAX_BYTES_PER_WORD = 4 * text_lib.MAX_INPUT_CHARS_PER_WORD + 4
 
 
-def split_words(texts, do_lower_case):
+def split_words(texts, do_lower_case, valid_utf8=False):
   """The original BasicTokenizer on a batch: strings -> words.
 
   Args:
-    texts: string Tensor [B] of valid UTF-8.
+    texts: string Tensor [B], UTF-8; invalid bytes are dropped, as the
+      original's decode(..., "ignore") drops them.
     do_lower_case: bool, lower-case and strip accents.
+    valid_utf8: bool; True skips dropping invalid bytes (a full pass) for
+      input known to be valid, such as Python str encoded.
 
   Returns:
     string RaggedTensor [B, (words)].
   """
+  if not valid_utf8:
+    texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8",
+                                         errors="ignore")
   # Whitespace first: the original keeps \t \n \r as spaces before it drops
   # control characters (the class that also holds them).
   texts = tf.strings.regex_replace(texts, _WHITESPACE, " ")
@@ -58,7 +71,9 @@ def split_words(texts, do_lower_case):
     texts = tf_text.normalize_utf8(texts, "NFD")
     texts = tf.strings.regex_replace(texts, r"\p{Mn}", "")
   texts = tf.strings.regex_replace(texts, _PUNCTUATION, r" \1 ")
-  return tf.strings.split(texts)
+  # Only " " is left as whitespace here, so ICU's whitespace split (faster
+  # than tf.strings.split) splits exactly where str.split() would.
+  return tf_text.WhitespaceTokenizer().tokenize(texts)
 
 
 class GraphTokenizer(tf.Module):
@@ -83,16 +98,17 @@ class GraphTokenizer(tf.Module):
         max_bytes_per_word=_MAX_BYTES_PER_WORD, token_out_type=tf.int64,
         unknown_token="[UNK]", no_pretokenization=True)
 
-  def tokenize_ids(self, texts):
+  def tokenize_ids(self, texts, valid_utf8=False):
     """Tokenizes a batch to ids.
 
     Args:
-      texts: string Tensor [B], UTF-8.
+      texts: string Tensor [B], UTF-8 (see split_words).
+      valid_utf8: bool, see split_words.
 
     Returns:
       int64 RaggedTensor [B, (wordpieces)].
     """
-    words = split_words(texts, self.do_lower_case)
+    words = split_words(texts, self.do_lower_case, valid_utf8)
     too_long = (tf.strings.length(words.flat_values, unit="UTF8_CHAR") >
                 text_lib.MAX_INPUT_CHARS_PER_WORD)
     # "[UNK]" is a vocab entry, so WordPiece maps it to itself.
@@ -100,7 +116,7 @@ class GraphTokenizer(tf.Module):
         tf.where(too_long, "[UNK]", words.flat_values))
     return self._wordpiece.tokenize(words).merge_dims(-2, -1)
 
-  def tokenize(self, texts):
+  def tokenize(self, texts, valid_utf8=False):
     """Like tokenize_ids, but string RaggedTensor [B, (wordpieces)]."""
-    ids = self.tokenize_ids(texts)
+    ids = self.tokenize_ids(texts, valid_utf8)
     return ids.with_flat_values(tf.gather(self._vocab, ids.flat_values))

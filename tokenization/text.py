@@ -75,43 +75,70 @@ def is_punctuation(char):
 
 def is_chinese_char(cp):
   """Whether code point cp lies in one of CJK_RANGES."""
-  return any(low <= cp <= high for low, high in CJK_RANGES)
+  for low, high in CJK_RANGES:
+    if low <= cp <= high:
+      return True
+  return False
 
 
-def clean_text(text):
-  """Drops NUL, U+FFFD and control characters; whitespace becomes ' '."""
-  output = []
-  for char in text:
-    cp = ord(char)
-    if cp == 0 or cp == 0xFFFD or is_control(char):
-      continue
-    output.append(" " if is_whitespace(char) else char)
-  return "".join(output)
+class _LazyTable(dict):
+  """A str.translate table filled on first sight of each code point.
+
+  str.translate looks every character up in C; only characters not seen
+  before reach Python, so repeated text costs one dict lookup per character.
+  """
+
+  def __init__(self, rule):
+    super().__init__()
+    self._rule = rule
+
+  def __missing__(self, cp):
+    value = self._rule(chr(cp))
+    self[cp] = value
+    return value
 
 
-def tokenize_chinese_chars(text):
-  """Puts spaces around every CJK ideograph, making each its own word."""
-  return "".join(" %s " % char if is_chinese_char(ord(char)) else char
-                 for char in text)
+def _clean_and_space_cjk(char):
+  cp = ord(char)
+  if cp == 0 or cp == 0xFFFD or is_control(char):
+    return None  # deleted
+  if is_whitespace(char):
+    return " "
+  if is_chinese_char(cp):
+    return " %s " % char
+  return cp  # unchanged
+
+
+_CLEAN_CJK_TABLE = _LazyTable(_clean_and_space_cjk)
+_SPACE_PUNCTUATION_TABLE = _LazyTable(
+    lambda char: " %s " % char if is_punctuation(char) else ord(char))
+_DROP_MN_TABLE = _LazyTable(
+    lambda char: None if unicodedata.category(char) == "Mn" else ord(char))
+
+
+def clean_text_and_space_cjk(text):
+  """The original's _clean_text then _tokenize_chinese_chars, in one pass.
+
+  Drops NUL, U+FFFD and control characters, turns whitespace into " " and
+  puts spaces around every CJK ideograph (no character is in two classes).
+  """
+  return text.translate(_CLEAN_CJK_TABLE)
 
 
 def strip_accents(text):
   """NFD-decomposes and drops combining marks (category Mn)."""
-  return "".join(char for char in unicodedata.normalize("NFD", text)
-                 if unicodedata.category(char) != "Mn")
+  if text.isascii():
+    return text  # nothing to decompose
+  return unicodedata.normalize("NFD", text).translate(_DROP_MN_TABLE)
 
 
 def split_on_punc(text):
-  """Splits a word into runs of non-punctuation and single punctuation."""
-  output = []
-  start_new_word = True
-  for char in text:
-    if is_punctuation(char):
-      output.append(char)
-      start_new_word = True
-    else:
-      if start_new_word:
-        output.append("")
-      start_new_word = False
-      output[-1] += char
-  return output
+  """Splits a word into runs of non-punctuation and single punctuation.
+
+  Args:
+    text: str without whitespace (one whitespace-separated token).
+
+  Returns:
+    list of str.
+  """
+  return text.translate(_SPACE_PUNCTUATION_TABLE).split()

@@ -7,6 +7,7 @@ the batch methods run the same algorithm as TensorFlow ops (graph.py).
 import collections
 import re
 
+import numpy as np
 import tensorflow as tf
 
 from tokenization import graph
@@ -16,8 +17,11 @@ from tokenization import text as text_lib
 REQUIRED_TOKENS = ("[UNK]", "[CLS]", "[SEP]")
 
 # Strings per call of the TensorFlow path: large enough to amortise the call,
-# small enough to keep the ragged intermediates in cache.
-_BATCH_CHUNK = 2048
+# small enough to bound the memory of the ragged intermediates.
+_BATCH_CHUNK = 8192
+
+# Distinct words whose WordPieces a WordpieceTokenizer remembers.
+_WORD_CACHE_SIZE = 1 << 17
 
 # Released checkpoints whose casing is known, from the original release.
 _LOWER_CASED_MODELS = ("uncased_L-24_H-1024_A-16", "uncased_L-12_H-768_A-12",
@@ -147,8 +151,7 @@ class BasicTokenizer(object):
 
   def tokenize(self, text):
     """Splits text (str or UTF-8 bytes) into a list of str words."""
-    text = text_lib.clean_text(text_lib.convert_to_unicode(text))
-    text = text_lib.tokenize_chinese_chars(text)
+    text = text_lib.clean_text_and_space_cjk(text_lib.convert_to_unicode(text))
     split_tokens = []
     for token in text_lib.whitespace_tokenize(text):
       if self.do_lower_case:
@@ -173,8 +176,18 @@ class WordpieceTokenizer(object):
     self.vocab = vocab
     self.unk_token = unk_token
     self.max_input_chars_per_word = max_input_chars_per_word
+    # Word frequencies are Zipfian: most words repeat, so remember them.
+    self._cache = {}
 
   def _tokenize_word(self, word):
+    pieces = self._cache.get(word)
+    if pieces is None:
+      pieces = self._split_word(word)
+      if len(self._cache) < _WORD_CACHE_SIZE:
+        self._cache[word] = pieces
+    return pieces
+
+  def _split_word(self, word):
     if len(word) > self.max_input_chars_per_word:
       return [self.unk_token]
     pieces = []
@@ -242,6 +255,7 @@ class FullTokenizer(object):
     self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
     self._graph_tokenizer = None
     self._tokenize_ids_fn = None
+    self._vocab_array = None
 
   @property
   def vocab_size(self):
@@ -269,21 +283,31 @@ class FullTokenizer(object):
     Returns:
       list (per text) of lists of int.
     """
-    if self._tokenize_ids_fn is None:
-      self._tokenize_ids_fn = tf.function(
-          self.graph_tokenizer.tokenize_ids,
-          input_signature=[tf.TensorSpec([None], tf.string)])
-    encoded = [text_lib.convert_to_unicode(t).encode("utf-8") for t in texts]
-    ids = []
-    for start in range(0, len(encoded), _BATCH_CHUNK):
-      chunk = tf.constant(encoded[start:start + _BATCH_CHUNK], tf.string)
-      ids.extend(self._tokenize_ids_fn(chunk).to_list())
-    return ids
+    return self._batch_map(texts, lambda flat_ids: flat_ids.tolist())
 
   def batch_tokenize(self, texts):
     """Like batch_tokenize_ids, but WordPiece strings: [tokenize(t), ...]."""
-    inv_vocab = self.inv_vocab
-    return [[inv_vocab[i] for i in row] for row in self.batch_tokenize_ids(texts)]
+    if self._vocab_array is None:
+      self._vocab_array = np.array(list(self.vocab), dtype=object)
+    return self._batch_map(texts,
+                           lambda flat_ids: self._vocab_array[flat_ids].tolist())
+
+  def _batch_map(self, texts, convert):
+    """Runs the TensorFlow path in chunks; convert maps flat ids to a list."""
+    if self._tokenize_ids_fn is None:
+      # Python str encodes to valid UTF-8: skip the graph's byte clean-up.
+      self._tokenize_ids_fn = tf.function(
+          lambda texts: self.graph_tokenizer.tokenize_ids(texts, True),
+          input_signature=[tf.TensorSpec([None], tf.string)])
+    encoded = [text_lib.convert_to_unicode(t).encode("utf-8") for t in texts]
+    rows = []
+    for start in range(0, len(encoded), _BATCH_CHUNK):
+      ids = self._tokenize_ids_fn(
+          tf.constant(encoded[start:start + _BATCH_CHUNK], tf.string))
+      flat = convert(ids.flat_values.numpy())
+      splits = ids.row_splits.numpy().tolist()
+      rows.extend(flat[begin:end] for begin, end in zip(splits, splits[1:]))
+    return rows
 
   def tokenize(self, text):
     """Tokenizes text (str or UTF-8 bytes) into a list of WordPiece str."""

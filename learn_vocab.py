@@ -1,0 +1,91 @@
+"""Learns a WordPiece vocab.txt from plain text, for pre-training from scratch.
+
+The original release shipped vocabs but no way to make one. This learns one
+with TensorFlow Text's WordPiece learner from the words the original
+BasicTokenizer makes, and prints the vocab_size to put in bert_config.json:
+
+  python learn_vocab.py --input_file=corpus/*.txt --output_file=vocab.txt \
+    --vocab_size=30522 --do_lower_case=True --num_unused=99
+"""
+
+from absl import app
+from absl import flags
+from absl import logging
+import tensorflow as tf
+
+from runner_lib import errors
+from runner_lib import fileio
+from tokenization import vocab_learning
+
+FLAGS = flags.FLAGS
+
+# Required.
+flags.DEFINE_string("input_file", None,
+                    "Required. Comma-separated globs of UTF-8 text files.")
+flags.DEFINE_string("output_file", None, "Required. Where to write vocab.txt.")
+
+# Optional.
+flags.DEFINE_integer("vocab_size", 30522,
+                     "Target size; the result is at most this large.")
+flags.DEFINE_bool("do_lower_case", True,
+                  "Lower-case and strip accents first (an uncased vocab).")
+flags.DEFINE_integer(
+    "num_unused", 0,
+    "[unusedN] slots after [PAD]; 99 gives Google's ids for [UNK] [CLS] "
+    "[SEP] [MASK] (100-103).")
+flags.DEFINE_integer("max_unique_chars", 1000,
+                     "Alphabet cap; words with rarer characters are dropped.")
+
+
+def input_files(patterns):
+  """Expands comma-separated globs.
+
+  Raises:
+    errors.InputError: a pattern matches nothing.
+  """
+  files = []
+  for pattern in patterns.split(","):
+    matched = tf.io.gfile.glob(pattern)
+    if not matched:
+      raise errors.InputError("--input_file: no file matches %s." % pattern)
+    files.extend(sorted(matched))
+  return files
+
+
+def read_lines(files):
+  for path in files:
+    with tf.io.gfile.GFile(path, "rb") as reader:
+      for number, line in enumerate(reader, 1):
+        try:
+          yield line.decode("utf-8")
+        except UnicodeDecodeError as e:
+          raise errors.InputError("%s, line %d is not UTF-8: %s" %
+                                  (path, number, e)) from None
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
+  if FLAGS.vocab_size <= len(vocab_learning.reserved_tokens(FLAGS.num_unused)):
+    raise errors.InputError(
+        "--vocab_size=%d leaves no room beside %d reserved tokens." %
+        (FLAGS.vocab_size,
+         len(vocab_learning.reserved_tokens(FLAGS.num_unused))))
+  files = input_files(FLAGS.input_file)
+  counts = vocab_learning.count_words(read_lines(files), FLAGS.do_lower_case)
+  if not counts:
+    raise errors.InputError("--input_file %s holds no words." %
+                            FLAGS.input_file)
+  logging.info("%d distinct words, %d in all, from %d files.", len(counts),
+               sum(counts.values()), len(files))
+  vocab = vocab_learning.learn_vocab(counts, FLAGS.vocab_size,
+                                     FLAGS.num_unused, FLAGS.max_unique_chars)
+  with fileio.atomic_output(FLAGS.output_file) as writer:
+    writer.write("".join(token + "\n" for token in vocab))
+  print("Wrote %s: vocab_size = %d (put this in bert_config.json)" %
+        (FLAGS.output_file, len(vocab)))
+
+
+if __name__ == "__main__":
+  flags.mark_flags_as_required(["input_file", "output_file"])
+  errors.run(main)

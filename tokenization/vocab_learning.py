@@ -1,0 +1,79 @@
+"""Learning a WordPiece vocab.txt from plain text (TensorFlow Text's learner).
+
+Words are counted with this package's own word splitter (the original
+BasicTokenizer), so the learned pieces are exactly those FullTokenizer will
+look up; TensorFlow Text's bert_vocab_from_dataset would split words with
+its own BertTokenizer normalisation instead.
+"""
+
+import collections
+
+import tensorflow as tf
+from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+from tokenization import graph
+
+
+def reserved_tokens(num_unused=0):
+  """[PAD], [unused0..N-1], [UNK], [CLS], [SEP], [MASK], in Google's order.
+
+  With num_unused=99 the special tokens get Google's ids ([PAD]=0,
+  [UNK]=100, [CLS]=101, [SEP]=102, [MASK]=103); [unusedN] slots can later be
+  renamed to domain words without changing the model's shape.
+  """
+  return (["[PAD]"] + ["[unused%d]" % i for i in range(num_unused)] +
+          ["[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+
+
+def count_words(lines, do_lower_case, batch_size=4096):
+  """Counts the words the original BasicTokenizer makes of the lines.
+
+  Args:
+    lines: iterable of str.
+    do_lower_case: bool.
+    batch_size: int, lines per TensorFlow call.
+
+  Returns:
+    collections.Counter str -> int.
+  """
+  split = tf.function(lambda texts: graph.split_words(texts, do_lower_case),
+                      input_signature=[tf.TensorSpec([None], tf.string)])
+  counts = collections.Counter()
+  batch = []
+
+  def flush():
+    words = split(tf.constant(batch, tf.string)).flat_values.numpy()
+    counts.update(w.decode("utf-8") for w in words)
+    batch.clear()
+
+  for line in lines:
+    batch.append(line.encode("utf-8"))
+    if len(batch) == batch_size:
+      flush()
+  if batch:
+    flush()
+  return counts
+
+
+def learn_vocab(word_counts, vocab_size, num_unused=0, max_unique_chars=1000):
+  """Learns a WordPiece vocab of at most vocab_size entries.
+
+  Args:
+    word_counts: dict str -> int.
+    vocab_size: int, the target (the result is within 5% below it, or
+      smaller when the text has fewer distinct pieces).
+    num_unused: int, [unusedN] slots (see reserved_tokens).
+    max_unique_chars: int, the alphabet cap: words with rarer characters are
+      dropped (they tokenize to [UNK]).
+
+  Returns:
+    list of str, reserved tokens first.
+  """
+  reserved = reserved_tokens(num_unused)
+  if vocab_size <= len(reserved):
+    raise ValueError("vocab_size %d leaves no room beside the %d reserved "
+                     "tokens." % (vocab_size, len(reserved)))
+  # lower_thresh 1 (the learner's default is 10) lets the threshold search
+  # reach the target size on small corpora too.
+  return learner.learn(word_counts, vocab_size, reserved, lower_thresh=1,
+                       max_unique_chars=max_unique_chars)
