@@ -11,10 +11,10 @@ BasicTokenizer makes, and prints the vocab_size to put in bert_config.json:
 from absl import app
 from absl import flags
 from absl import logging
-import tensorflow as tf
 
 from runner_lib import errors
 from runner_lib import fileio
+from runner_lib import text_input
 from tokenization import vocab_learning
 
 FLAGS = flags.FLAGS
@@ -37,32 +37,6 @@ flags.DEFINE_integer("max_unique_chars", 1000,
                      "Alphabet cap; words with rarer characters are dropped.")
 
 
-def input_files(patterns):
-  """Expands comma-separated globs.
-
-  Raises:
-    errors.InputError: a pattern matches nothing.
-  """
-  files = []
-  for pattern in patterns.split(","):
-    matched = tf.io.gfile.glob(pattern)
-    if not matched:
-      raise errors.InputError("--input_file: no file matches %s." % pattern)
-    files.extend(sorted(matched))
-  return files
-
-
-def read_lines(files):
-  for path in files:
-    with tf.io.gfile.GFile(path, "rb") as reader:
-      for number, line in enumerate(reader, 1):
-        try:
-          yield line.decode("utf-8")
-        except UnicodeDecodeError as e:
-          raise errors.InputError("%s, line %d is not UTF-8: %s" %
-                                  (path, number, e)) from None
-
-
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
@@ -71,8 +45,9 @@ def main(argv):
         "--vocab_size=%d leaves no room beside %d reserved tokens." %
         (FLAGS.vocab_size,
          len(vocab_learning.reserved_tokens(FLAGS.num_unused))))
-  files = input_files(FLAGS.input_file)
-  counts = vocab_learning.count_words(read_lines(files), FLAGS.do_lower_case)
+  files = text_input.expand_globs(FLAGS.input_file)
+  counts = vocab_learning.count_words(text_input.read_lines(files),
+                                      FLAGS.do_lower_case)
   if not counts:
     raise errors.InputError("--input_file %s holds no words." %
                             FLAGS.input_file)

@@ -1,0 +1,153 @@
+"""Create masked LM / next sentence TFRecords for BERT pre-training.
+
+The original command line works unchanged and, with one worker, writes the
+original's records, record for record:
+
+  python create_pretraining_data.py --input_file=./sample_text.txt \
+    --output_file=/tmp/tf_examples.tfrecord --vocab_file=$BERT_BASE_DIR/vocab.txt \
+    --do_lower_case=True --max_seq_length=128 --max_predictions_per_seq=20 \
+    --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5
+
+Input: one sentence per line, a blank line between documents. With
+--num_workers=N > 1 the corpus is cut into shards processed on N cores and
+streamed to the outputs without holding the corpus in memory (see
+runner_lib/pretraining_sharding.py): the same statistics, not the same
+records.
+"""
+
+import random
+import time
+
+from absl import app
+from absl import flags
+from absl import logging
+import tensorflow as tf
+
+from runner_lib import errors
+from runner_lib import pretraining_data
+from runner_lib import pretraining_sharding
+from runner_lib import text_input
+from runner_lib import tfrecord
+import tokenization
+
+FLAGS = flags.FLAGS
+
+# Required.
+flags.DEFINE_string("input_file", None,
+                    "Required. Input raw text file (or comma-separated list "
+                    "of files or globs).")
+flags.DEFINE_string("output_file", None,
+                    "Required. Output TF example file (or comma-separated "
+                    "list of files, written round robin).")
+flags.DEFINE_string("vocab_file", None,
+                    "Required. The vocabulary file that the BERT model was "
+                    "trained on.")
+
+# Optional, as the original.
+flags.DEFINE_bool("do_lower_case", True,
+                  "Whether to lower case the input text. Should be True for "
+                  "uncased models and False for cased models.")
+flags.DEFINE_bool("do_whole_word_mask", False,
+                  "Whether to use whole word masking rather than "
+                  "per-WordPiece masking.")
+flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
+flags.DEFINE_integer("max_predictions_per_seq", 20,
+                     "Maximum number of masked LM predictions per sequence.")
+flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
+flags.DEFINE_integer("dupe_factor", 10,
+                     "Number of times to duplicate the input data (with "
+                     "different masks).")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
+flags.DEFINE_float("short_seq_prob", 0.1,
+                   "Probability of creating sequences which are shorter than "
+                   "the maximum length.")
+
+# Optional, new here.
+flags.DEFINE_integer("num_workers", 1,
+                     "Processes. 1 reproduces the original exactly; more "
+                     "shard the corpus and stream it in bounded memory.")
+flags.DEFINE_bool("gzip", False, "Write GZIP-compressed TFRecords.")
+flags.DEFINE_bool("skip_invalid_lines", False,
+                  "Skip (and count) input lines that are not UTF-8 instead of "
+                  "stopping at the first.")
+
+
+def check_flags():
+  """Validates flag values before any work.
+
+  Returns:
+    pretraining_data.InstanceOptions.
+
+  Raises:
+    errors.InputError: naming the flag.
+  """
+  if FLAGS.max_seq_length < 5:
+    raise errors.InputError(
+        "--max_seq_length=%d is too small: [CLS] A [SEP] B [SEP] needs at "
+        "least 5." % FLAGS.max_seq_length)
+  if not 0.0 < FLAGS.masked_lm_prob < 1.0:
+    raise errors.InputError("--masked_lm_prob must be in (0, 1), got %s." %
+                            FLAGS.masked_lm_prob)
+  if not 0.0 <= FLAGS.short_seq_prob <= 1.0:
+    raise errors.InputError("--short_seq_prob must be in [0, 1], got %s." %
+                            FLAGS.short_seq_prob)
+  for name in ("max_predictions_per_seq", "dupe_factor", "num_workers"):
+    if FLAGS[name].value < 1:
+      raise errors.InputError("--%s must be at least 1, got %d." %
+                              (name, FLAGS[name].value))
+  expected = int(round(FLAGS.max_seq_length * FLAGS.masked_lm_prob))
+  if FLAGS.max_predictions_per_seq < expected:
+    logging.warning(
+        "--max_predictions_per_seq=%d is below max_seq_length x "
+        "masked_lm_prob = %d: full-length sequences get fewer masks than "
+        "masked_lm_prob asks for.", FLAGS.max_predictions_per_seq, expected)
+  return pretraining_data.InstanceOptions(
+      FLAGS.max_seq_length, FLAGS.short_seq_prob, FLAGS.masked_lm_prob,
+      FLAGS.max_predictions_per_seq, FLAGS.do_whole_word_mask)
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
+  options = check_flags()
+  try:
+    tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file,
+                                           FLAGS.do_lower_case)
+  except tokenization.VocabError as e:
+    raise errors.InputError(str(e)) from None
+  vocab = pretraining_data.MaskingVocab(tokenizer)
+  input_files = text_input.expand_globs(FLAGS.input_file)
+  total_bytes = sum(tf.io.gfile.stat(f).length for f in input_files)
+  if not total_bytes:
+    raise errors.InputError("--input_file %s: the files are empty." %
+                            FLAGS.input_file)
+  logging.info("*** Reading from %d input files (%.1f MB) ***",
+               len(input_files), total_bytes / 1e6)
+  output_files = FLAGS.output_file.split(",")
+  lines = text_input.read_lines(input_files, FLAGS.skip_invalid_lines)
+  start = time.time()
+  with tfrecord.RoundRobinWriter(output_files, FLAGS.gzip) as writer:
+    if FLAGS.num_workers == 1:
+      documents = pretraining_data.read_documents(lines, tokenizer)
+      logging.info("%d documents tokenized in %.1f s", len(documents),
+                   time.time() - start)
+      records = pretraining_data.create_training_records(
+          documents, options, vocab, FLAGS.dupe_factor,
+          random.Random(FLAGS.random_seed))
+    else:
+      records = pretraining_sharding.sharded_records(
+          lines, total_bytes, FLAGS.num_workers, FLAGS.vocab_file,
+          FLAGS.do_lower_case, options, FLAGS.dupe_factor, FLAGS.random_seed)
+    for record in records:
+      writer.write(record)
+    if not writer.num_written:
+      raise errors.InputError(
+          "--input_file %s holds no text to make instances of." %
+          FLAGS.input_file)
+  logging.info("Wrote %d total instances to %s in %.1f s", writer.num_written,
+               ", ".join(output_files), time.time() - start)
+
+
+if __name__ == "__main__":
+  flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
+  errors.run(main)

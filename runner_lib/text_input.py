@@ -1,0 +1,56 @@
+"""Plain-text inputs: comma-separated globs, read line by line."""
+
+from absl import logging
+import tensorflow as tf
+
+from runner_lib import errors
+
+
+def expand_globs(patterns, flag_name="input_file"):
+  """Expands comma-separated globs into a list of files, in order.
+
+  Raises:
+    errors.InputError: a pattern matches nothing.
+  """
+  files = []
+  for pattern in patterns.split(","):
+    matched = sorted(tf.io.gfile.glob(pattern))
+    if not matched:
+      raise errors.InputError("--%s: no file matches %s." % (flag_name,
+                                                            pattern))
+    files.extend(matched)
+  return files
+
+
+def read_lines(files, skip_invalid=False):
+  """Yields the lines of the files, decoded, split on "\\n" only.
+
+  As the original's tf.gfile readline, "\\r", U+2028 and the like do not
+  end a line.
+
+  Args:
+    files: list of str paths.
+    skip_invalid: bool; skip (and count, in a warning) lines that are not
+      UTF-8 instead of stopping.
+
+  Yields:
+    str, with its line ending.
+
+  Raises:
+    errors.InputError: a line is not UTF-8 and skip_invalid is False.
+  """
+  for path in files:
+    skipped = 0
+    with tf.io.gfile.GFile(path, "rb") as reader:
+      for number, line in enumerate(reader, 1):
+        try:
+          yield line.decode("utf-8")
+        except UnicodeDecodeError as e:
+          if not skip_invalid:
+            raise errors.InputError(
+                "%s, line %d is not UTF-8 (%s); fix the file or pass "
+                "--skip_invalid_lines." % (path, number, e)) from None
+          skipped += 1
+    if skipped:
+      logging.warning("%s: skipped %d lines that are not UTF-8.", path,
+                      skipped)

@@ -1,0 +1,112 @@
+"""TFRecord files: the original pre-training schema, writing and reading."""
+
+import os
+
+import tensorflow as tf
+
+from runner_lib import errors
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def pretraining_features(max_seq_length, max_predictions_per_seq):
+  """The original pre-training record schema, for tf.io.parse_example.
+
+  Args:
+    max_seq_length: int, length of input_ids / input_mask / segment_ids.
+    max_predictions_per_seq: int, length of the masked_lm_* features.
+
+  Returns:
+    dict name -> tf.io.FixedLenFeature.
+  """
+  seq = tf.io.FixedLenFeature([max_seq_length], tf.int64)
+  predictions = tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64)
+  return {
+      "input_ids": seq,
+      "input_mask": seq,
+      "segment_ids": seq,
+      "masked_lm_positions": predictions,
+      "masked_lm_ids": predictions,
+      "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq],
+                                                 tf.float32),
+      "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+  }
+
+
+def int_feature(values):
+  return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+
+def float_feature(values):
+  return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+
+
+def compression_of(path):
+  """'GZIP' if the file starts with the gzip magic bytes, else ''."""
+  with tf.io.gfile.GFile(path, "rb") as f:
+    return "GZIP" if f.read(2) == GZIP_MAGIC else ""
+
+
+class RoundRobinWriter(object):
+  """Writes records to several TFRecord files in turn, atomically.
+
+  Records go to temporary files beside the outputs; close() renames them
+  into place, abort() deletes them, so an interrupted run leaves no file
+  that looks complete. Use as a context manager: an exception aborts.
+  """
+
+  def __init__(self, output_files, gzip=False):
+    """Opens the temporary files.
+
+    Args:
+      output_files: list of str paths.
+      gzip: bool, write GZIP-compressed TFRecords.
+
+    Raises:
+      errors.InputError: an output cannot be created.
+    """
+    self.output_files = list(output_files)
+    self._temporary = ["%s.tmp-%d" % (f, os.getpid())
+                       for f in self.output_files]
+    options = tf.io.TFRecordOptions(compression_type="GZIP" if gzip else "")
+    self._writers = []
+    self.num_written = 0
+    try:
+      for path in self._temporary:
+        directory = os.path.dirname(path)
+        if directory:
+          tf.io.gfile.makedirs(directory)
+        self._writers.append(tf.io.TFRecordWriter(path, options))
+    except (tf.errors.OpError, OSError) as e:
+      self.abort()
+      raise errors.InputError("Cannot write output file %s: %s" %
+                              (path.rsplit(".tmp-", 1)[0], e)) from None
+
+  def write(self, record):
+    """Writes one serialized record to the next file in turn."""
+    self._writers[self.num_written % len(self._writers)].write(record)
+    self.num_written += 1
+
+  def close(self):
+    for writer in self._writers:
+      writer.close()
+    for temporary, path in zip(self._temporary, self.output_files):
+      tf.io.gfile.rename(temporary, path, overwrite=True)
+    self._writers = []
+
+  def abort(self):
+    for writer in self._writers:
+      writer.close()
+    self._writers = []
+    for temporary in self._temporary:
+      if tf.io.gfile.exists(temporary):
+        tf.io.gfile.remove(temporary)
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, exc_type, exc, tb):
+    if exc_type is None:
+      self.close()
+    else:
+      self.abort()
