@@ -269,8 +269,10 @@ def serialize_instance(instance, max_seq_length, max_predictions_per_seq):
           [1.0] * num_predictions + [0.0] * len(prediction_padding)),
       "next_sentence_labels": feature([1 if instance.is_random_next else 0]),
   }
+  # deterministic: map entries sorted by key, so equal instances give equal
+  # bytes in every process (the default order can vary between processes).
   return tf.train.Example(features=tf.train.Features(
-      feature=features)).SerializeToString()
+      feature=features)).SerializeToString(deterministic=True)
 
 
 def serialized_instances(documents, options, vocab, dupe_factor, rng):

@@ -1,0 +1,273 @@
+"""create_pretraining_data: the original's records, invariants, scale mode."""
+
+import collections
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tokenization
+from runner_lib import pretraining_data
+from runner_lib import pretraining_sharding
+from runner_lib import tfrecord
+from tests.conftest import REPO_ROOT
+
+WORDS = ("the of and to in was he that it his for with as had on at by "
+         "her not but from she be have an which you they were this my all "
+         "one said so we there would been if when their no more out what "
+         "up into who will some time about could can only other then than "
+         "very its also two after first new them any like our over these "
+         "people may way well even because through good where much down "
+         "little most long just before great own world man day life years "
+         "state house").split()
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+# Words split into pieces, so whole-word masking has words to keep whole.
+PIECES = ["un", "##ion", "##ed", "##ly", "##ing", "##s", "kn", "##ow"]
+
+
+def write_vocab(path):
+  path.write_text("\n".join(SPECIAL + WORDS + PIECES) + "\n")
+  return str(path)
+
+
+def synthetic_corpus(path, num_documents=300, seed=0):
+  """Documents of 2-20 sentences of 3-30 words, some split into pieces."""
+  rng = random.Random(seed)
+  with open(path, "w") as f:
+    for _ in range(num_documents):
+      for _ in range(rng.randint(2, 20)):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(3, 30))]
+        words = [w + "ed" if rng.random() < 0.1 else w for w in words]
+        words = ["union" if rng.random() < 0.05 else w for w in words]
+        f.write(" ".join(words).capitalize() + ".\n")
+      f.write("\n")
+  return str(path)
+
+
+def options(max_seq_length=64, wwm=False, max_predictions=10):
+  return pretraining_data.InstanceOptions(max_seq_length, 0.1, 0.15,
+                                          max_predictions, wwm)
+
+
+def parse(records, max_seq_length, max_predictions):
+  spec = tfrecord.pretraining_features(max_seq_length, max_predictions)
+  parsed = tf.io.parse_example(list(records), spec)
+  return {k: v.numpy() for k, v in parsed.items()}
+
+
+def records_of(path):
+  return list(tf.data.TFRecordDataset(path, tfrecord.compression_of(path))
+              .as_numpy_iterator())
+
+
+@pytest.mark.parametrize("mode", ["wp", "wwm"])
+def test_identical_to_the_original_output(shared_data, mode):
+  reference = os.path.join(shared_data, "reference", "create_pretraining_data",
+                           "sample_text_seed12345_%s.tfrecord" % mode)
+  tokenizer = tokenization.FullTokenizer(
+      os.path.join(shared_data, "vocab", "uncased_vocab.txt"), True)
+  with open(os.path.join(shared_data, "corpus", "sample_text.txt")) as f:
+    documents = pretraining_data.read_documents(f, tokenizer)
+  ours = list(pretraining_data.create_training_records(
+      documents, pretraining_data.InstanceOptions(128, 0.1, 0.15, 20,
+                                                  mode == "wwm"),
+      pretraining_data.MaskingVocab(tokenizer), 5, random.Random(12345)))
+  want = records_of(reference)
+  assert len(ours) == len(want) == {"wp": 60, "wwm": 64}[mode]
+  got, want = parse(ours, 128, 20), parse(want, 128, 20)
+  for key in want:
+    np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+
+
+def check_invariants(features, vocab_size, mask_id, max_predictions,
+                     masked_lm_prob, wwm):
+  ids, mask = features["input_ids"], features["input_mask"]
+  segments = features["segment_ids"]
+  positions = features["masked_lm_positions"]
+  labels, weights = features["masked_lm_ids"], features["masked_lm_weights"]
+  lengths = mask.sum(1)
+  assert lengths.min() >= 5  # [CLS] a [SEP] b [SEP]
+  stats = collections.Counter()
+  for row in range(len(ids)):
+    n = lengths[row]
+    assert (mask[row, :n] == 1).all() and (mask[row, n:] == 0).all()
+    assert (ids[row, n:] == 0).all() and (segments[row, n:] == 0).all()
+    assert ids[row, 0] == 2 and ids[row, n - 1] == 3  # [CLS] ... [SEP]
+    # The [SEP] closing A; [CLS] and [SEP] are never masked, but a random
+    # replacement elsewhere may be a [SEP] id, so locate it by segment.
+    a_end = int((segments[row, :n] == 0).sum()) - 1
+    assert ids[row, a_end] == 3 and 1 <= a_end <= n - 3
+    assert (segments[row, a_end + 1:n] == 1).all()
+    k = int((weights[row] == 1).sum())
+    assert (weights[row, :k] == 1).all() and (weights[row, k:] == 0).all()
+    assert (positions[row, k:] == 0).all() and (labels[row, k:] == 0).all()
+    real = positions[row, :k]
+    assert (np.diff(real) > 0).all()  # sorted, no repeats
+    assert (real > 0).all() and (real < n - 1).all() and a_end not in real
+    assert (labels[row, :k] < vocab_size).all()
+    budget = min(max_predictions, max(1, int(round(n * masked_lm_prob))))
+    if wwm:
+      assert 1 <= k <= budget
+    else:
+      assert k == budget
+    for position, label in zip(real, labels[row, :k]):
+      if ids[row, position] == mask_id:
+        stats["mask"] += 1
+      elif ids[row, position] == label:
+        stats["same"] += 1
+      else:
+        stats["random"] += 1
+  total = sum(stats.values())
+  return {key: value / total for key, value in stats.items()}, total
+
+
+@pytest.mark.parametrize("seed,wwm", [(1, False), (2, True), (3, False)])
+def test_invariants_and_80_10_10(tmp_path, seed, wwm):
+  tokenizer = tokenization.FullTokenizer(write_vocab(tmp_path / "vocab.txt"))
+  vocab = pretraining_data.MaskingVocab(tokenizer)
+  with open(synthetic_corpus(tmp_path / "c.txt", 200, seed)) as f:
+    documents = pretraining_data.read_documents(f, tokenizer)
+  records = list(pretraining_data.create_training_records(
+      documents, options(wwm=wwm), vocab, 3, random.Random(seed)))
+  features = parse(records, 64, 10)
+  shares, total = check_invariants(features, vocab.size, vocab.mask_id, 10,
+                                   0.15, wwm)
+  assert total > 5000
+  # 80% [MASK], 10% the token itself, 10% a random token (which is itself
+  # with probability 1/V, a small vocab here).
+  assert abs(shares["mask"] - 0.8) < 0.02
+  assert abs(shares["same"] - (0.1 + 0.1 / vocab.size)) < 0.015
+  assert abs(shares["random"] - 0.1 * (1 - 1 / vocab.size)) < 0.015
+  if wwm:
+    # No word is split: a masked continuation's previous piece is masked
+    # too. As in the original, that is the piece before the [SEP] when a
+    # front-truncated B starts with a continuation, and none when A does.
+    positions, labels = features["masked_lm_positions"], features[
+        "masked_lm_ids"]
+    for row in range(len(positions)):
+      a_end = int((features["segment_ids"][row] == 0).sum() -
+                  (features["input_mask"][row] == 0).sum()) - 1
+      chosen = set(positions[row][features["masked_lm_weights"][row] == 1])
+      for position, label in zip(positions[row], labels[row]):
+        if position in chosen and vocab.is_continuation[label]:
+          previous = position - 1 if position - 1 != a_end else position - 2
+          assert previous == 0 or previous in chosen
+
+
+def corpus_stats(features):
+  lengths = features["input_mask"].sum(1)
+  return {
+      "instances": len(lengths),
+      "mask_rate": features["masked_lm_weights"].sum() / lengths.sum(),
+      "random_next": features["next_sentence_labels"].mean(),
+      "mean_length": lengths.mean(),
+      "full_length": (lengths >= 60).mean(),
+  }
+
+
+def test_parallel_mode_statistics_match_one_worker(tmp_path):
+  vocab_file = write_vocab(tmp_path / "vocab.txt")
+  corpus = synthetic_corpus(tmp_path / "c.txt", 400, seed=5)
+  tokenizer = tokenization.FullTokenizer(vocab_file)
+  with open(corpus) as f:
+    lines = f.readlines()
+  single = parse(pretraining_data.create_training_records(
+      pretraining_data.read_documents(lines, tokenizer), options(),
+      pretraining_data.MaskingVocab(tokenizer), 4, random.Random(5)), 64, 10)
+
+  def parallel():
+    return list(pretraining_sharding.sharded_records(
+        lines, sum(map(len, lines)), 2, vocab_file, True, options(), 4, 5))
+
+  records = parallel()
+  assert records == parallel()  # deterministic for seed and worker count
+  sharded = parse(records, 64, 10)
+  check_invariants(sharded, tokenizer.vocab_size, 4, 10, 0.15, False)
+  a, b = corpus_stats(single), corpus_stats(sharded)
+  assert abs(a["instances"] / b["instances"] - 1) < 0.05, (a, b)
+  for key, tolerance in (("mask_rate", 0.003), ("random_next", 0.03),
+                         ("mean_length", 1.5), ("full_length", 0.04)):
+    assert abs(a[key] - b[key]) < tolerance, (key, a, b)
+
+
+def test_shards_end_at_document_boundaries():
+  lines = ["a\n", "b\n", "\n", "c\n", "\n", "d\n", "e\n"]
+  assert list(pretraining_sharding.shard_lines(lines, 3)) == [
+      ["a\n", "b\n", "\n"], ["c\n", "\n"], ["d\n", "e\n"]]
+
+
+def run_script(args):
+  return subprocess.run(
+      [sys.executable, os.path.join(REPO_ROOT, "create_pretraining_data.py")] +
+      args, capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2"))
+
+
+def test_script_round_robin_gzip(tmp_path):
+  vocab_file = write_vocab(tmp_path / "vocab.txt")
+  corpus = synthetic_corpus(tmp_path / "c.txt", 30)
+  outputs = [str(tmp_path / "out" / ("part-%d.tfrecord" % i)) for i in (0, 1)]
+  result = run_script(["--input_file=%s" % corpus,
+                       "--output_file=%s" % ",".join(outputs),
+                       "--vocab_file=%s" % vocab_file, "--max_seq_length=32",
+                       "--max_predictions_per_seq=5", "--dupe_factor=2",
+                       "--gzip"])
+  assert result.returncode == 0, result.stderr[-3000:]
+  parts = [records_of(p) for p in outputs]
+  assert all(tfrecord.compression_of(p) == "GZIP" for p in outputs)
+  assert abs(len(parts[0]) - len(parts[1])) <= 1 and len(parts[0]) > 20
+  assert "Wrote %d total instances" % (len(parts[0]) + len(parts[1])) in (
+      result.stderr)
+  assert sorted(os.listdir(tmp_path / "out")) == ["part-0.tfrecord",
+                                                  "part-1.tfrecord"]
+
+
+def bad_run(tmp_path, **overrides):
+  args = {"input_file": synthetic_corpus(tmp_path / "c.txt", 5),
+          "output_file": str(tmp_path / "out" / "x.tfrecord"),
+          "vocab_file": write_vocab(tmp_path / "vocab.txt"),
+          "max_seq_length": "32", "max_predictions_per_seq": "5",
+          "dupe_factor": "1"}
+  args.update(overrides)
+  return run_script(["--%s=%s" % kv for kv in args.items()])
+
+
+@pytest.mark.parametrize("case", ["no_match", "empty", "no_mask", "utf8",
+                                  "unwritable"])
+def test_bad_input(tmp_path, case):
+  overrides, message = {
+      "no_match": ({"input_file": str(tmp_path / "nothing*.txt")},
+                   "--input_file: no file matches"),
+      "empty": ({"input_file": str(tmp_path / "empty.txt")},
+                "the files are empty"),
+      "no_mask": ({"vocab_file": str(tmp_path / "v2.txt")},
+                  "has no [MASK] token"),
+      "utf8": ({"input_file": str(tmp_path / "bad.txt")},
+               "bad.txt, line 2 is not UTF-8"),
+      "unwritable": ({"output_file": str(tmp_path / "file.txt" / "x")},
+                     "Cannot write output file"),
+  }[case]
+  (tmp_path / "empty.txt").write_text("")
+  (tmp_path / "v2.txt").write_text("\n".join(SPECIAL[:4] + WORDS) + "\n")
+  (tmp_path / "bad.txt").write_bytes(b"the man.\ncaf\xe9 time.\n")
+  (tmp_path / "file.txt").write_text("a file, not a directory")
+  result = bad_run(tmp_path, **overrides)
+  assert result.returncode != 0
+  assert message in result.stderr, result.stderr[-2000:]
+  assert not (tmp_path / "out").exists() or not os.listdir(tmp_path / "out")
+
+
+def test_skip_invalid_lines_and_low_prediction_cap_warning(tmp_path):
+  (tmp_path / "bad.txt").write_bytes(
+      b"the man was good.\ncaf\xe9 time.\nthe day was long.\n\n"
+      b"she said no.\nwe were there.\n")
+  result = bad_run(tmp_path, input_file=str(tmp_path / "bad.txt"),
+                   skip_invalid_lines="true", max_predictions_per_seq="2")
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert "skipped 1 lines that are not UTF-8" in result.stderr
+  assert "--max_predictions_per_seq=2 is below" in result.stderr
+  assert records_of(str(tmp_path / "out" / "x.tfrecord"))
