@@ -15,6 +15,7 @@ runner_lib/pretraining_sharding.py): the same statistics, not the same
 records.
 """
 
+import os
 import random
 import time
 
@@ -131,9 +132,11 @@ def main(argv):
       documents = pretraining_data.read_documents(lines, tokenizer)
       logging.info("%d documents tokenized in %.1f s", len(documents),
                    time.time() - start)
+      # Park instances beside the outputs: that disk has room for them.
       records = pretraining_data.create_training_records(
           documents, options, vocab, FLAGS.dupe_factor,
-          random.Random(FLAGS.random_seed))
+          random.Random(FLAGS.random_seed),
+          spill_directory=os.path.dirname(os.path.abspath(output_files[0])))
     else:
       records = pretraining_sharding.sharded_records(
           lines, total_bytes, FLAGS.num_workers, FLAGS.vocab_file,

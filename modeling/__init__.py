@@ -2,6 +2,7 @@
 
 from modeling.bert_model import BertModel
 from modeling.checkpoint import CheckpointError
+from modeling.checkpoint import dropout_state_variables
 from modeling.checkpoint import load_checkpoint
 from modeling.checkpoint import resolve_checkpoint_path
 from modeling.checkpoint import save_checkpoint

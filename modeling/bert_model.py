@@ -1,5 +1,7 @@
 """BertModel: the original BERT encoder as a Keras model."""
 
+import random
+
 import tensorflow as tf
 import tf_keras as keras
 
@@ -29,18 +31,25 @@ class BertModel(keras.Model):
   ```
   """
 
-  def __init__(self, config, use_one_hot_embeddings=False, name="bert",
-               **kwargs):
+  def __init__(self, config, use_one_hot_embeddings=False, seed=None,
+               causal_attention=False, name="bert", **kwargs):
     """Creates the model and all its weights.
 
     Args:
       config: a BertConfig.
       use_one_hot_embeddings: bool, one-hot matmul word lookup (for TPUs).
+      seed: int or None, seeds the dropout masks (None: drawn from Python's
+        random module, which tf_keras.utils.set_random_seed seeds).
+      causal_attention: bool; each position attends only to itself and
+        earlier ones (the paper's left-to-right LM ablation), not both ways.
       name: Keras name.
       **kwargs: passed to keras.Model.
     """
     super().__init__(name=name, **kwargs)
     self.config = config
+    self.causal_attention = causal_attention
+    if seed is None:
+      seed = random.getrandbits(30)
     self.embeddings = layers.Embeddings(
         vocab_size=config.vocab_size,
         hidden_size=config.hidden_size,
@@ -48,6 +57,7 @@ class BertModel(keras.Model):
         max_position_embeddings=config.max_position_embeddings,
         initializer_range=config.initializer_range,
         dropout_rate=config.hidden_dropout_prob,
+        dropout_seed=seed,
         use_one_hot_embeddings=use_one_hot_embeddings)
     activation = layers.get_activation(config.hidden_act)
     self.encoder_layers = [
@@ -59,7 +69,9 @@ class BertModel(keras.Model):
             hidden_dropout_prob=config.hidden_dropout_prob,
             attention_probs_dropout_prob=config.attention_probs_dropout_prob,
             initializer_range=config.initializer_range,
-            name="layer_%d" % i) for i in range(config.num_hidden_layers)
+            name="layer_%d" % i,
+            dropout_seed=seed + 2 * i + 1)
+        for i in range(config.num_hidden_layers)
     ]
     self.pooler = layers.Pooler(config.hidden_size, config.initializer_range)
     # Create every weight now, so a checkpoint can be loaded before the first
@@ -106,6 +118,11 @@ class BertModel(keras.Model):
     # [B, 1, T]: the original's [B, F, T] mask has F identical rows, so one
     # row broadcast over the from-positions gives the same scores.
     attention_mask = tf.cast(input_mask, embedding_output.dtype)[:, tf.newaxis]
+    if self.causal_attention:
+      length = tf.shape(input_ids)[1]
+      # [B, T, T]: row f may attend to columns t <= f.
+      attention_mask *= tf.linalg.band_part(
+          tf.ones([length, length], attention_mask.dtype), -1, 0)
     all_encoder_layers = []
     hidden_states = embedding_output
     for layer in self.encoder_layers:

@@ -14,6 +14,7 @@ from absl import logging
 import tensorflow as tf
 
 from modeling import bert_model
+from modeling import layers
 
 # (original name, attribute path from BertModel).
 BERT_VARIABLES = (
@@ -106,6 +107,22 @@ def variable_map(model):
       for name, path in entries:
         names[name] = _resolve(head, path)
   return names
+
+
+def dropout_state_variables(model):
+  """The random-generator states of the model's dropouts, by name.
+
+  Not part of the original format (tools for Google's checkpoints ignore
+  them); training checkpoints carry them so that a resumed run draws the
+  same dropout masks as one never interrupted.
+
+  Returns:
+    dict "dropout_rng/<n>" -> int64 state variable, in layer order.
+  """
+  dropouts = [l for l in model.submodules
+              if isinstance(l, layers.Dropout) and l.rate]
+  return {"dropout_rng/%d" % i: layer.generator.state
+          for i, layer in enumerate(dropouts)}
 
 
 def resolve_checkpoint_path(checkpoint):

@@ -94,23 +94,30 @@ class NextSentenceHead(keras.layers.Layer):
 class BertPretrainer(keras.Model):
   """BertModel plus the masked-LM and next-sentence heads."""
 
-  def __init__(self, config, use_one_hot_embeddings=False, name="pretrainer",
+  def __init__(self, config, use_one_hot_embeddings=False, seed=None,
+               causal_attention=False, next_sentence=True, name="pretrainer",
                **kwargs):
     """Creates the model and all its weights.
 
     Args:
       config: a BertConfig.
       use_one_hot_embeddings: bool, passed to BertModel.
+      seed: int or None, passed to BertModel.
+      causal_attention: bool, passed to BertModel.
+      next_sentence: bool, whether to have the next-sentence head.
       name: Keras name.
       **kwargs: passed to keras.Model.
     """
     super().__init__(name=name, **kwargs)
     self.config = config
-    self.bert = bert_model.BertModel(config, use_one_hot_embeddings)
+    self.bert = bert_model.BertModel(config, use_one_hot_embeddings, seed,
+                                     causal_attention)
     self.masked_lm = MaskedLMHead(self.bert.embedding_table, config.hidden_act,
                                   config.initializer_range)
-    self.next_sentence = NextSentenceHead(config.hidden_size,
-                                          config.initializer_range)
+    self.next_sentence = None
+    if next_sentence:
+      self.next_sentence = NextSentenceHead(config.hidden_size,
+                                            config.initializer_range)
     self.call({"input_ids": tf.zeros([1, 1], tf.int32),
                "masked_lm_positions": tf.zeros([1, 1], tf.int32)},
               training=False)
@@ -126,11 +133,12 @@ class BertPretrainer(keras.Model):
     Returns:
       dict with BertModel's outputs plus
         "masked_lm_logits": float [B, P, V];
-        "next_sentence_logits": float [B, 2].
+        "next_sentence_logits": float [B, 2], if the model has the head.
     """
     outputs = dict(self.bert(inputs, training=training))
     outputs["masked_lm_logits"] = self.masked_lm(
         outputs["sequence_output"], inputs["masked_lm_positions"])
-    outputs["next_sentence_logits"] = self.next_sentence(
-        outputs["pooled_output"])
+    if self.next_sentence is not None:
+      outputs["next_sentence_logits"] = self.next_sentence(
+          outputs["pooled_output"])
     return outputs

@@ -75,12 +75,40 @@ def layer_norm(name="LayerNorm"):
       axis=-1, epsilon=LAYER_NORM_EPSILON, name=name)
 
 
+class Dropout(keras.layers.Layer):
+  """Inverted dropout drawing from its own tf.random.Generator.
+
+  The generator's state is a variable, so a training checkpoint can hold it
+  and a resumed run draws the same masks as one never interrupted (Keras'
+  Dropout draws from op-level random state that a restart resets).
+  """
+
+  def __init__(self, rate, seed, **kwargs):
+    """Args: rate: float in [0, 1), share dropped; seed: int, for the masks."""
+    super().__init__(**kwargs)
+    self.rate = rate
+    self.seed = seed
+
+  def build(self, input_shape):
+    if self.rate:
+      self.generator = tf.random.Generator.from_seed(self.seed)
+    super().build(input_shape)
+
+  def call(self, inputs, training=None):
+    """Drops with probability rate and scales up the rest, when training."""
+    if not training or not self.rate:
+      return inputs
+    keep = self.generator.uniform(tf.shape(inputs)) >= self.rate
+    return tf.where(keep, inputs / (1.0 - self.rate), tf.zeros_like(inputs))
+
+
 class Embeddings(keras.layers.Layer):
   """Scope bert/embeddings: word + segment + position, LayerNorm, dropout."""
 
   def __init__(self, vocab_size, hidden_size, type_vocab_size,
                max_position_embeddings, initializer_range, dropout_rate,
-               use_one_hot_embeddings=False, name="embeddings", **kwargs):
+               dropout_seed=0, use_one_hot_embeddings=False,
+               name="embeddings", **kwargs):
     """Creates the layer.
 
     Args:
@@ -91,6 +119,7 @@ class Embeddings(keras.layers.Layer):
         sequence the layer accepts.
       initializer_range: float, stddev of the truncated-normal initializer.
       dropout_rate: float, dropout after the LayerNorm.
+      dropout_seed: int, seed of the dropout masks.
       use_one_hot_embeddings: bool; look words up with a one-hot matmul (fast
         on TPU) instead of a gather. Both give the same numbers.
       name: Keras name.
@@ -104,7 +133,7 @@ class Embeddings(keras.layers.Layer):
     self.initializer_range = initializer_range
     self.use_one_hot_embeddings = use_one_hot_embeddings
     self.layer_norm = layer_norm()
-    self.dropout = keras.layers.Dropout(dropout_rate)
+    self.dropout = Dropout(dropout_rate, dropout_seed)
 
   def build(self, input_shape):
     self.word_embeddings = self.add_weight(
@@ -160,7 +189,8 @@ class SelfAttention(keras.layers.Layer):
   """Scope attention/self: multi-head scaled dot-product self-attention."""
 
   def __init__(self, num_attention_heads, size_per_head, initializer_range,
-               attention_probs_dropout_prob, name="self", **kwargs):
+               attention_probs_dropout_prob, dropout_seed=0, name="self",
+               **kwargs):
     """Creates the layer.
 
     Args:
@@ -168,6 +198,7 @@ class SelfAttention(keras.layers.Layer):
       size_per_head: int D; N * D is the projection width H.
       initializer_range: float, stddev of the truncated-normal initializer.
       attention_probs_dropout_prob: float, dropout on attention probabilities.
+      dropout_seed: int, seed of the dropout masks.
       name: Keras name.
       **kwargs: passed to keras.layers.Layer.
     """
@@ -179,7 +210,7 @@ class SelfAttention(keras.layers.Layer):
         keras.layers.Dense(
             width, kernel_initializer=create_initializer(initializer_range),
             name=name) for name in ("query", "key", "value")]
-    self.dropout = keras.layers.Dropout(attention_probs_dropout_prob)
+    self.dropout = Dropout(attention_probs_dropout_prob, dropout_seed)
 
   def _split_heads(self, x, batch_size, seq_length):
     x = tf.reshape(x, [batch_size, seq_length, self.num_attention_heads,
@@ -224,7 +255,7 @@ class TransformerLayer(keras.layers.Layer):
   def __init__(self, hidden_size, num_attention_heads, intermediate_size,
                intermediate_activation, hidden_dropout_prob,
                attention_probs_dropout_prob, initializer_range, name,
-               **kwargs):
+               dropout_seed=0, **kwargs):
     """Creates the layer.
 
     Args:
@@ -236,12 +267,13 @@ class TransformerLayer(keras.layers.Layer):
       attention_probs_dropout_prob: float, dropout on attention probabilities.
       initializer_range: float, stddev of the truncated-normal initializer.
       name: Keras name, "layer_N".
+      dropout_seed: int; the two dropouts use this seed and the next.
       **kwargs: passed to keras.layers.Layer.
     """
     super().__init__(name=name, **kwargs)
     self.attention = SelfAttention(
         num_attention_heads, hidden_size // num_attention_heads,
-        initializer_range, attention_probs_dropout_prob)
+        initializer_range, attention_probs_dropout_prob, dropout_seed)
     self.attention_output = keras.layers.Dense(
         hidden_size, kernel_initializer=create_initializer(initializer_range),
         name="attention_output")
@@ -254,7 +286,7 @@ class TransformerLayer(keras.layers.Layer):
         hidden_size, kernel_initializer=create_initializer(initializer_range),
         name="output")
     self.output_layer_norm = layer_norm("output_LayerNorm")
-    self.dropout = keras.layers.Dropout(hidden_dropout_prob)
+    self.dropout = Dropout(hidden_dropout_prob, dropout_seed + 1)
 
   def call(self, hidden_states, attention_mask, training=None):
     """Runs one block.

@@ -1,5 +1,8 @@
 """tf.distribute strategy from the original's TPU flags, and prediction."""
 
+import json
+import os
+
 from absl import logging
 import numpy as np
 import tensorflow as tf
@@ -27,17 +30,25 @@ def check_tpu_flags(use_tpu, tpu_name, tpu_zone, gcp_project, master):
           (name, value))
 
 
+STRATEGIES = ("auto", "default", "mirrored", "multi_worker_mirrored")
+
+
 def get_strategy(use_tpu=False, tpu_name=None, tpu_zone=None,
-                 gcp_project=None, master=None, num_tpu_cores=None):
+                 gcp_project=None, master=None, num_tpu_cores=None,
+                 strategy="default"):
   """Builds the tf.distribute strategy the flags ask for.
 
   Args:
-    use_tpu: bool; False gives the default strategy (one CPU or GPU).
+    use_tpu: bool; a TPUStrategy. Otherwise `strategy` decides.
     tpu_name: str, TPU name or grpc:// address.
     tpu_zone: str, GCE zone.
     gcp_project: str, GCP project.
     master: str, the original's name for the TPU address.
     num_tpu_cores: int or None; if given, must equal the replicas found.
+    strategy: one of STRATEGIES: "default" (one CPU or GPU), "mirrored"
+      (all local GPUs), "multi_worker_mirrored" (the cluster in TF_CONFIG),
+      "auto" (multi-worker if TF_CONFIG names several tasks, mirrored with
+      several GPUs, else default).
 
   Returns:
     A tf.distribute.Strategy.
@@ -47,7 +58,7 @@ def get_strategy(use_tpu=False, tpu_name=None, tpu_zone=None,
   """
   check_tpu_flags(use_tpu, tpu_name, tpu_zone, gcp_project, master)
   if not use_tpu:
-    return tf.distribute.get_strategy()
+    return _cpu_gpu_strategy(strategy)
   try:
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
         tpu=tpu_name or master or "", zone=tpu_zone, project=gcp_project)
@@ -64,6 +75,29 @@ def get_strategy(use_tpu=False, tpu_name=None, tpu_zone=None,
   logging.info("Running on TPU %s with %d cores.", tpu_name or master,
                replicas)
   return strategy
+
+
+def _cpu_gpu_strategy(name):
+  if name not in STRATEGIES:
+    raise errors.InputError("--strategy=%s: expected one of %s." %
+                            (name, ", ".join(STRATEGIES)))
+  if name == "auto":
+    cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster",
+                                                                  {})
+    if sum(len(tasks) for tasks in cluster.values()) > 1:
+      name = "multi_worker_mirrored"
+    elif len(tf.config.list_physical_devices("GPU")) > 1:
+      name = "mirrored"
+    else:
+      name = "default"
+  if name == "multi_worker_mirrored":
+    if not os.environ.get("TF_CONFIG"):
+      raise errors.InputError("--strategy=multi_worker_mirrored needs the "
+                              "cluster in the TF_CONFIG environment variable.")
+    return tf.distribute.MultiWorkerMirroredStrategy()
+  if name == "mirrored":
+    return tf.distribute.MirroredStrategy()
+  return tf.distribute.get_strategy()
 
 
 def predictor(strategy, predict_fn):

@@ -50,3 +50,34 @@ def define_tpu_flags():
       "num_tpu_cores", 8,
       "Total number of TPU cores. Only with --use_tpu; checked against the "
       "cores the TPU reports when given explicitly.")
+
+
+def define_training_flags():
+  """The original's training flags plus what TF2 adds (strategy, XLA, ...)."""
+  flags.DEFINE_string("output_dir", None,
+                      "Required. The output directory where the model "
+                      "checkpoints will be written.")
+  flags.DEFINE_bool("do_train", False, "Whether to run training.")
+  flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+  flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
+  flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+  flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for "
+                     "Adam.")
+  flags.DEFINE_integer("save_checkpoints_steps", 1000,
+                       "How often to save the model checkpoint.")
+  flags.DEFINE_integer("iterations_per_loop", 1000,
+                       "Steps run per call into the graph (between logs).")
+  flags.DEFINE_integer("keep_checkpoint_max", 5,
+                       "How many recent checkpoints to keep in output_dir.")
+  flags.DEFINE_enum("strategy", "auto", ["auto", "default", "mirrored",
+                                         "multi_worker_mirrored"],
+                    "tf.distribute strategy when not on TPU: auto picks "
+                    "multi_worker_mirrored when TF_CONFIG names several "
+                    "tasks, mirrored with several GPUs, else default.")
+  flags.DEFINE_bool("use_xla", False,
+                    "Compile the training step with XLA (jit_compile).")
+  flags.DEFINE_integer("gradient_accumulation_steps", 1,
+                       "Micro-batches per update: each replica's batch is "
+                       "split into this many, gradients summed.")
+  flags.DEFINE_integer("seed", 12345, "Seed of initialization, dropout and "
+                       "input shuffling.")

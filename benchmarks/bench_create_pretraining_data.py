@@ -1,0 +1,107 @@
+"""create_pretraining_data at corpus scale: ours (1 and N workers) vs the port.
+
+Builds a corpus of at least --megabytes from ../shared/data/corpus (the
+Gutenberg and WikiText-2 pre-training files, repeated), then runs, with the
+same flags, tf-models-official's port of the original script and ours with
+1 and 2 workers; then ours with 2 workers on a corpus twice as large, to show
+whether its memory stays flat. Prints wall time, peak RSS (summed over the
+process tree, sampled every 0.1 s) and ratios.
+
+  .venv/bin/python benchmarks/bench_create_pretraining_data.py [--megabytes=20]
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import psutil
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(os.path.dirname(REPO), "shared", "data")
+SOURCES = [os.path.join(DATA, "corpus", name) for name in
+           ("gutenberg_pretrain.txt", "wikitext2_test_pretrain.txt")]
+
+
+def build_corpus(path, megabytes):
+  texts = []
+  for source in SOURCES:
+    with open(source, encoding="utf-8") as f:
+      texts.append(f.read().rstrip("\n") + "\n\n")
+  with open(path, "w", encoding="utf-8") as out:
+    size = 0
+    while size < megabytes * 1e6:
+      for text in texts:
+        out.write(text)
+        size += len(text.encode("utf-8"))
+  return size
+
+
+def measure(command):
+  """Runs a command; returns (seconds, peak RSS in MB of it and children)."""
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+  start = time.perf_counter()
+  process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, env=env, cwd=REPO)
+  root = psutil.Process(process.pid)
+  peak = 0
+  while process.poll() is None:
+    try:
+      tree = [root] + root.children(recursive=True)
+      peak = max(peak, sum(p.memory_info().rss for p in tree))
+    except psutil.Error:
+      pass
+    time.sleep(0.1)
+  seconds = time.perf_counter() - start
+  if process.returncode:
+    sys.exit("failed: %s\n%s" % (" ".join(command),
+                                 process.stderr.read().decode()[-3000:]))
+  return seconds, peak / 2**20
+
+
+def main():
+  megabytes = 20.0
+  for arg in sys.argv[1:]:
+    if arg.startswith("--megabytes="):
+      megabytes = float(arg.split("=", 1)[1])
+  with tempfile.TemporaryDirectory() as tmp:
+    corpora = {}
+    for scale in (1, 2):
+      path = os.path.join(tmp, "corpus_x%d.txt" % scale)
+      corpora[scale] = (path, build_corpus(path, megabytes * scale) / 1e6)
+    flags = ["--vocab_file=%s" % os.path.join(DATA, "vocab",
+                                               "uncased_vocab.txt"),
+             "--do_lower_case=True", "--max_seq_length=128",
+             "--max_predictions_per_seq=20", "--masked_lm_prob=0.15",
+             "--random_seed=12345", "--dupe_factor=2", "--short_seq_prob=0.1"]
+    python = sys.executable
+
+    def run(name, scale, command):
+      path, size = corpora[scale]
+      output = os.path.join(tmp, "output.tfrecord")
+      seconds, rss = measure(command + ["--input_file=%s" % path,
+                                        "--output_file=%s" % output] + flags)
+      os.remove(output)
+      print("%-34s %6.1f MB corpus  %7.1f s  peak RSS %7.0f MB" %
+            (name, size, seconds, rss), flush=True)
+      return seconds, rss
+
+    print("dupe_factor=2, max_seq_length=128, %d CPUs" % os.cpu_count())
+    port = run("tf-models-official port", 1,
+               [python, "-m", "official.nlp.data.create_pretraining_data"])
+    script = [python, os.path.join(REPO, "create_pretraining_data.py")]
+    one = run("ours, 1 worker", 1, script)
+    two = run("ours, 2 workers", 1, script + ["--num_workers=2"])
+    two_big = run("ours, 2 workers, corpus x2", 2,
+                  script + ["--num_workers=2"])
+    print("speed-up vs port: 1 worker %.2fx, 2 workers %.2fx" %
+          (port[0] / one[0], port[0] / two[0]))
+    print("peak RSS vs port: 1 worker %.2fx, 2 workers %.2fx" %
+          (one[1] / port[1], two[1] / port[1]))
+    print("2 workers, corpus x2 vs x1: peak RSS %.2fx, time %.2fx" %
+          (two_big[1] / two[1], two_big[0] / two[0]))
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,164 @@
+"""Run masked LM / next sentence masked_lm pre-training for BERT.
+
+The original command line works unchanged:
+
+  python run_pretraining.py --input_file=/tmp/tf_examples.tfrecord \
+    --output_dir=/tmp/pretraining_output --do_train=True --do_eval=True \
+    --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+    --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
+    --train_batch_size=32 --max_seq_length=128 --max_predictions_per_seq=20 \
+    --num_train_steps=20 --num_warmup_steps=10 --learning_rate=2e-5
+
+Run again with the same output_dir to resume from its latest checkpoint.
+"""
+
+import os
+
+from absl import app
+from absl import flags
+from absl import logging
+import tensorflow as tf
+import tf_keras
+
+import modeling
+from runner_lib import distribute
+from runner_lib import errors
+from runner_lib import fileio
+from runner_lib import flags as runner_flags
+from runner_lib import input_pipeline
+from runner_lib import pretraining
+from runner_lib import text_input
+from runner_lib import training
+
+FLAGS = flags.FLAGS
+
+# Required.
+flags.DEFINE_string("bert_config_file", None,
+                    "Required. The config json file corresponding to the "
+                    "pre-trained BERT model.")
+flags.DEFINE_string("input_file", None,
+                    "Required. Input TF example files (comma-separated "
+                    "globs).")
+runner_flags.define_training_flags()
+
+# Optional, as the original.
+flags.DEFINE_string("init_checkpoint", None,
+                    "Initial checkpoint (usually from a pre-trained BERT "
+                    "model), cls/ heads included.")
+flags.DEFINE_integer("max_seq_length", 128,
+                     "The maximum total input sequence length; must match "
+                     "the data.")
+flags.DEFINE_integer("max_predictions_per_seq", 20,
+                     "Maximum number of masked LM predictions per sequence; "
+                     "must match the data.")
+flags.DEFINE_integer("num_train_steps", 100000, "Number of training steps.")
+flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.")
+flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
+runner_flags.define_tpu_flags()
+
+# Optional, new here.
+flags.DEFINE_enum("objective", "mlm_nsp", list(pretraining.OBJECTIVES),
+                  "mlm_nsp: the original. mlm: masked LM only (the paper's "
+                  "No NSP ablation). ltr: left-to-right LM with causal "
+                  "attention, no NSP (the paper's LTR & No NSP).")
+
+
+def check_flags():
+  """Validates flags before any slow work; returns the config and files."""
+  if not FLAGS.do_train and not FLAGS.do_eval:
+    raise errors.InputError("At least one of --do_train or --do_eval must be "
+                            "True.")
+  config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
+  if FLAGS.max_seq_length > config.max_position_embeddings:
+    raise errors.InputError(
+        "--max_seq_length=%d exceeds max_position_embeddings=%d of %s." %
+        (FLAGS.max_seq_length, config.max_position_embeddings,
+         FLAGS.bert_config_file))
+  for name in ("train_batch_size", "eval_batch_size", "num_train_steps",
+               "save_checkpoints_steps", "iterations_per_loop",
+               "max_eval_steps", "gradient_accumulation_steps"):
+    if FLAGS[name].value < 1:
+      raise errors.InputError("--%s must be at least 1, got %d." %
+                              (name, FLAGS[name].value))
+  if FLAGS.num_warmup_steps < 0:
+    raise errors.InputError("--num_warmup_steps must be >= 0.")
+  files = text_input.expand_globs(FLAGS.input_file)
+  task = pretraining.PretrainingTask(config, FLAGS.max_seq_length,
+                                     FLAGS.max_predictions_per_seq,
+                                     FLAGS.objective)
+  input_pipeline.check_record_files(
+      files, task.name_to_features,
+      {"input_ids": "max_seq_length", "input_mask": "max_seq_length",
+       "segment_ids": "max_seq_length",
+       "masked_lm_positions": "max_predictions_per_seq",
+       "masked_lm_ids": "max_predictions_per_seq",
+       "masked_lm_weights": "max_predictions_per_seq"})
+  if FLAGS.init_checkpoint:
+    modeling.resolve_checkpoint_path(FLAGS.init_checkpoint)
+  return task, files
+
+
+def per_replica_batch(global_batch, strategy, name):
+  replicas = strategy.num_replicas_in_sync
+  per_replica = global_batch // replicas
+  if global_batch % replicas or per_replica % FLAGS.gradient_accumulation_steps:
+    raise errors.InputError(
+        "--%s=%d must split evenly over %d replicas and then into "
+        "--gradient_accumulation_steps=%d micro-batches." %
+        (name, global_batch, replicas, FLAGS.gradient_accumulation_steps))
+  return per_replica
+
+
+def write_eval_results(path, results):
+  with fileio.atomic_output(path) as writer:
+    for key in sorted(results):
+      logging.info("  %s = %s", key, results[key])
+      writer.write("%s = %s\n" % (key, results[key]))
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
+  task, files = check_flags()
+  tf_keras.utils.set_random_seed(FLAGS.seed)
+  strategy = distribute.get_strategy(
+      FLAGS.use_tpu, FLAGS.tpu_name, FLAGS.tpu_zone, FLAGS.gcp_project,
+      FLAGS.master,
+      FLAGS.num_tpu_cores if FLAGS["num_tpu_cores"].present else None,
+      FLAGS.strategy)
+  train_batch = per_replica_batch(FLAGS.train_batch_size, strategy,
+                                  "train_batch_size")
+  eval_batch = per_replica_batch(FLAGS.eval_batch_size, strategy,
+                                 "eval_batch_size")
+  tf.io.gfile.makedirs(FLAGS.output_dir)
+  trainer = training.Trainer(
+      strategy, task.build_model, task.loss, FLAGS.output_dir,
+      FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps,
+      FLAGS.iterations_per_loop, FLAGS.save_checkpoints_steps,
+      FLAGS.keep_checkpoint_max, FLAGS.use_xla,
+      FLAGS.gradient_accumulation_steps)
+  trainer.initialize(FLAGS.init_checkpoint, allow_partial=False)
+  if FLAGS.do_train:
+    logging.info("***** Running training *****")
+    logging.info("  Batch size = %d", FLAGS.train_batch_size)
+    trainer.train(
+        lambda context, step: task.dataset(files, train_batch, True,
+                                           FLAGS.seed, context, step),
+        FLAGS.train_batch_size)
+  if FLAGS.do_eval:
+    logging.info("***** Running evaluation *****")
+    logging.info("  Batch size = %d", FLAGS.eval_batch_size)
+    results = trainer.evaluate(
+        lambda context: task.dataset(files, eval_batch, False, FLAGS.seed,
+                                     context),
+        task.metrics, FLAGS.max_eval_steps)
+    results["global_step"] = trainer.step
+    if trainer.chief:
+      write_eval_results(os.path.join(FLAGS.output_dir, "eval_results.txt"),
+                         results)
+
+
+if __name__ == "__main__":
+  flags.mark_flags_as_required(["input_file", "bert_config_file",
+                                "output_dir"])
+  errors.run(main)

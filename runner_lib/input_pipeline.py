@@ -1,0 +1,124 @@
+"""tf.data input from TFRecord files, checked before training starts."""
+
+import struct
+
+import tensorflow as tf
+
+from runner_lib import errors
+from runner_lib import tfrecord
+
+# Records in the shuffle buffer after interleaving (the original used 100).
+SHUFFLE_BUFFER = 1000
+
+
+def check_record_files(files, name_to_features, flag_names):
+  """Fails early, naming the file, on truncated files or another schema.
+
+  Args:
+    files: list of TFRecord paths.
+    name_to_features: dict of FixedLenFeature the pipeline will parse.
+    flag_names: dict feature name -> flag that sets its length, for messages.
+
+  Raises:
+    errors.InputError: a file is missing, truncated, empty, or its first
+      record has a feature missing or of another length.
+  """
+  for path in files:
+    if not tf.io.gfile.exists(path):
+      raise errors.InputError("Input file %s does not exist." % path)
+    compression = tfrecord.compression_of(path)
+    if not compression:
+      _check_not_truncated(path)
+    first = next(iter(tf.data.TFRecordDataset(path, compression)), None)
+    if first is None:
+      raise errors.InputError("Input file %s holds no records." % path)
+    example = tf.train.Example.FromString(first.numpy())
+    for name, spec in name_to_features.items():
+      feature = example.features.feature.get(name)
+      if feature is None:
+        raise errors.InputError("Input file %s: records have no feature %r." %
+                                (path, name))
+      length = len(feature.int64_list.value or feature.float_list.value)
+      if length != spec.shape[0]:
+        raise errors.InputError(
+            "Input file %s: feature %r has %d values but --%s=%d. Use the "
+            "value the data was created with." %
+            (path, name, length, flag_names.get(name, "?"), spec.shape[0]))
+
+
+def _check_not_truncated(path):
+  """Walks the record headers of an uncompressed TFRecord file."""
+  size = tf.io.gfile.stat(path).length
+  offset = 0
+  with tf.io.gfile.GFile(path, "rb") as f:
+    while offset < size:
+      f.seek(offset)
+      header = f.read(8)
+      if len(header) < 8:
+        break
+      (length,) = struct.unpack("<Q", header)
+      # length, its CRC, the data, the data's CRC.
+      offset += 8 + 4 + length + 4
+  if offset != size:
+    raise errors.InputError(
+        "Input file %s is truncated (a record runs past the end, at byte "
+        "%d of %d); it was probably cut short while being written." %
+        (path, min(offset, size), size))
+
+
+def record_dataset(files, is_training, seed, input_context=None,
+                   skip_records=0, cycle_length=4):
+  """Serialized records, shuffled and repeated for training.
+
+  Deterministic for a seed, so a resumed run can skip what was consumed.
+
+  Args:
+    files: list of str.
+    is_training: bool; shuffle files and records and repeat forever. Eval
+      repeats in file order, as the original (max_eval_steps bounds it).
+    seed: int, shuffle seed.
+    input_context: tf.distribute.InputContext or None; each input pipeline
+      reads its share of files (or of records, with fewer files).
+    skip_records: int, records this pipeline already consumed.
+    cycle_length: int, files read at once.
+
+  Returns:
+    tf.data.Dataset of scalar strings.
+  """
+  compression = tfrecord.compression_of(files[0])
+  dataset = tf.data.Dataset.from_tensor_slices(files)
+  shard_records = False
+  if input_context and input_context.num_input_pipelines > 1:
+    if len(files) >= input_context.num_input_pipelines:
+      dataset = dataset.shard(input_context.num_input_pipelines,
+                              input_context.input_pipeline_id)
+    else:
+      shard_records = True
+  if is_training:
+    dataset = dataset.shuffle(len(files), seed=seed).repeat()
+  dataset = dataset.interleave(
+      lambda f: tf.data.TFRecordDataset(f, compression),
+      cycle_length=min(cycle_length, len(files)),
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  if shard_records:
+    dataset = dataset.shard(input_context.num_input_pipelines,
+                            input_context.input_pipeline_id)
+  if is_training:
+    dataset = dataset.shuffle(SHUFFLE_BUFFER, seed=seed)
+  else:
+    dataset = dataset.repeat()
+  return dataset.skip(skip_records)
+
+
+def parse_and_batch(dataset, name_to_features, batch_size):
+  """Parses records into int32 / float32 tensors, in fixed-size batches."""
+
+  def parse(records):
+    features = tf.io.parse_example(records, name_to_features)
+    # int64 is slow or unsupported on accelerators; ids fit in int32.
+    return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
+            for k, v in features.items()}
+
+  dataset = dataset.batch(batch_size, drop_remainder=True)
+  return dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+      tf.data.AUTOTUNE)

@@ -1,0 +1,113 @@
+"""The original BERT optimizer: AdamWeightDecay, warm-up, linear decay, clip.
+
+Written as a plain tf.Module rather than a Keras optimizer so its slots keep
+the original checkpoint layout: `<variable name>/adam_m` and `/adam_v` beside
+each weight. tf-models-official's AdamWeightDecay applies Adam's bias
+correction; the original does not, and neither does this one (so the first
+updates are smaller than bias-corrected Adam's, exactly as BERT was trained).
+"""
+
+import re
+
+import tensorflow as tf
+
+# Names (original checkpoint names) that get no weight decay.
+EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
+
+
+def learning_rate_at(step, init_lr, num_train_steps, num_warmup_steps):
+  """The original schedule: linear warm-up, then linear decay to 0.
+
+  lr = init_lr * step / num_warmup_steps while step < num_warmup_steps,
+  else init_lr * (1 - min(step, num_train_steps) / num_train_steps).
+
+  Args:
+    step: int Tensor, the global step before this update (0 first).
+    init_lr: float.
+    num_train_steps: int > 0.
+    num_warmup_steps: int >= 0.
+
+  Returns:
+    float32 scalar Tensor.
+  """
+  step = tf.cast(step, tf.float32)
+  decayed = init_lr * (1.0 - tf.minimum(step, num_train_steps) /
+                       float(num_train_steps))
+  if not num_warmup_steps:
+    return decayed
+  warmup = init_lr * step / float(num_warmup_steps)
+  return tf.where(step < num_warmup_steps, warmup, decayed)
+
+
+class AdamWeightDecay(tf.Module):
+  """Adam with decoupled weight decay and no bias correction (the original).
+
+  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
+  w -= lr * (m / (sqrt(v) + eps) + weight_decay_rate * w), where the decay
+  term is left out for LayerNorm and bias weights.
+  """
+
+  def __init__(self, named_variables, weight_decay_rate=0.01, beta_1=0.9,
+               beta_2=0.999, epsilon=1e-6,
+               exclude_from_weight_decay=EXCLUDE_FROM_WEIGHT_DECAY):
+    """Creates the slots.
+
+    Args:
+      named_variables: dict original name -> trainable tf.Variable.
+      weight_decay_rate: float.
+      beta_1: float.
+      beta_2: float.
+      epsilon: float.
+      exclude_from_weight_decay: regexes; matching names get no decay.
+    """
+    super().__init__(name="AdamWeightDecay")
+    self.names = list(named_variables)
+    self.variables_by_name = dict(named_variables)
+    self.weight_decay_rate = weight_decay_rate
+    self.beta_1, self.beta_2, self.epsilon = beta_1, beta_2, epsilon
+    self.decay = {
+        name: bool(weight_decay_rate) and not any(
+            re.search(r, name) for r in exclude_from_weight_decay)
+        for name in self.names}
+    self.m, self.v = {}, {}
+    for name in self.names:
+      variable = self.variables_by_name[name]
+      self.m[name] = tf.Variable(tf.zeros(variable.shape, tf.float32),
+                                 trainable=False, name=name + "/adam_m")
+      self.v[name] = tf.Variable(tf.zeros(variable.shape, tf.float32),
+                                 trainable=False, name=name + "/adam_v")
+
+  def slot_variables(self):
+    """dict checkpoint name -> slot variable, in the original layout."""
+    slots = {}
+    for name in self.names:
+      slots[name + "/adam_m"] = self.m[name]
+      slots[name + "/adam_v"] = self.v[name]
+    return slots
+
+  def apply_gradients(self, grads, learning_rate):
+    """Applies one update; call in a replica context (or outside strategies).
+
+    Args:
+      grads: list of Tensors, one per name in self.names (same order), the
+        same on every replica (already all-reduced).
+      learning_rate: float32 scalar Tensor.
+    """
+    tf.distribute.get_replica_context().merge_call(
+        self._distributed_apply, args=(grads, learning_rate))
+
+  def _distributed_apply(self, strategy, grads, learning_rate):
+    for name, grad in zip(self.names, grads):
+      strategy.extended.update(
+          self.variables_by_name[name], self._update,
+          args=(grad, self.m[name], self.v[name], learning_rate,
+                self.decay[name]), group=False)
+
+  def _update(self, variable, grad, m, v, learning_rate, decay):
+    grad = tf.cast(grad, tf.float32)
+    m = m.assign(self.beta_1 * m + (1.0 - self.beta_1) * grad)
+    v = v.assign(self.beta_2 * v + (1.0 - self.beta_2) * tf.square(grad))
+    update = m / (tf.sqrt(v) + self.epsilon)
+    if decay:
+      update += self.weight_decay_rate * variable
+    return variable.assign_sub(learning_rate * update)

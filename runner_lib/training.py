@@ -1,0 +1,243 @@
+"""The train / eval loop every runner shares, on any tf.distribute strategy."""
+
+import time
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+import modeling
+from runner_lib import checkpointing
+from runner_lib import errors
+from runner_lib import optimization
+
+# The original clips the global gradient norm at 1.0 before each update.
+CLIP_NORM = 1.0
+
+
+class TrainingError(errors.InputError):
+  """Training cannot go on (e.g. the loss is no longer finite)."""
+
+
+def is_chief(strategy):
+  """Whether this process writes checkpoints and summaries."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not resolver.task_type:
+    return True
+  if resolver.task_type == "chief":
+    return True
+  has_chief = "chief" in (resolver.cluster_spec().as_dict() or {})
+  return resolver.task_type == "worker" and resolver.task_id == 0 and (
+      not has_chief)
+
+
+class Trainer(object):
+  """Holds a model, the original optimizer and their checkpoints.
+
+  The loss function returns, per replica, the loss the original computes
+  on its (per-core) batch; gradients are clipped as the original clips them,
+  then averaged over replicas, as the original's CrossShardOptimizer does.
+  """
+
+  def __init__(self, strategy, model_fn, loss_fn, output_dir, learning_rate,
+               num_train_steps, num_warmup_steps, iterations_per_loop=1000,
+               save_checkpoints_steps=1000, keep_checkpoint_max=5,
+               jit_compile=False, gradient_accumulation_steps=1):
+    """Builds model, optimizer slots and global_step under the strategy.
+
+    Args:
+      strategy: tf.distribute.Strategy.
+      model_fn: function () -> Keras model accepted by modeling.variable_map.
+      loss_fn: function (model, batch, training) -> float32 scalar loss.
+      output_dir: str, checkpoints and summaries.
+      learning_rate: float, peak learning rate.
+      num_train_steps: int.
+      num_warmup_steps: int.
+      iterations_per_loop: int, steps per call into the graph.
+      save_checkpoints_steps: int.
+      keep_checkpoint_max: int.
+      jit_compile: bool, compile forward and backward passes with XLA.
+      gradient_accumulation_steps: int, micro-batches per update; the
+        per-replica batch is split into this many.
+    """
+    self.strategy = strategy
+    self.loss_fn = loss_fn
+    self.output_dir = output_dir
+    self.learning_rate = learning_rate
+    self.num_train_steps = num_train_steps
+    self.num_warmup_steps = num_warmup_steps
+    self.iterations_per_loop = iterations_per_loop
+    self.save_checkpoints_steps = save_checkpoints_steps
+    self.accumulation = gradient_accumulation_steps
+    self.chief = is_chief(strategy)
+    with strategy.scope():
+      self.model = model_fn()
+      weights = {name: v for name, v in modeling.variable_map(self.model).items()
+                 if v.trainable}
+      self.names = list(weights)
+      self.trainable = [weights[n] for n in self.names]
+      self.optimizer = optimization.AdamWeightDecay(weights)
+      self.global_step = tf.Variable(
+          0, dtype=tf.int64, trainable=False, name="global_step",
+          aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    variables = dict(modeling.variable_map(self.model))
+    variables.update(self.optimizer.slot_variables())
+    variables.update(modeling.dropout_state_variables(self.model))
+    variables["global_step"] = self.global_step
+    self.checkpoint = checkpointing.TrainingCheckpoint(
+        output_dir, variables, keep_checkpoint_max)
+    self._compute = tf.function(self._loss_and_grads, jit_compile=jit_compile)
+    self._summary_writer = None
+
+  @property
+  def step(self):
+    return int(self.global_step.numpy())
+
+  def initialize(self, init_checkpoint=None, allow_partial=False):
+    """Resumes from output_dir's latest checkpoint, else loads init_checkpoint.
+
+    Returns:
+      int, the global step training starts from.
+    """
+    latest = self.checkpoint.latest()
+    if latest:
+      self.checkpoint.restore(latest)
+      logging.info("Resuming from %s at step %d", latest, self.step)
+    elif init_checkpoint:
+      modeling.load_checkpoint(self.model, init_checkpoint, allow_partial)
+    return self.step
+
+  def _loss_and_grads(self, batch):
+    with tf.GradientTape() as tape:
+      loss = self.loss_fn(self.model, batch, True)
+    grads = tape.gradient(loss, self.trainable)
+    # Embedding gradients arrive sparse; the update is dense anyway.
+    return loss, [tf.convert_to_tensor(g) for g in grads]
+
+  def _replica_step(self, batch):
+    if self.accumulation == 1:
+      loss, grads = self._compute(batch)
+    else:
+      micro_batches = [dict(zip(batch, parts)) for parts in zip(*[
+          tf.split(v, self.accumulation) for v in batch.values()])]
+      loss, grads = self._compute(micro_batches[0])
+      for micro in micro_batches[1:]:
+        micro_loss, micro_grads = self._compute(micro)
+        loss += micro_loss
+        grads = [g + h for g, h in zip(grads, micro_grads)]
+      loss /= self.accumulation
+      grads = [g / self.accumulation for g in grads]
+    grads, _ = tf.clip_by_global_norm(grads, CLIP_NORM)
+    context = tf.distribute.get_replica_context()
+    if context.num_replicas_in_sync > 1:
+      grads = context.all_reduce(tf.distribute.ReduceOp.MEAN, grads)
+    learning_rate = optimization.learning_rate_at(
+        self.global_step, self.learning_rate, self.num_train_steps,
+        self.num_warmup_steps)
+    self.optimizer.apply_gradients(grads, learning_rate)
+    context.merge_call(lambda strategy: strategy.extended.update(
+        self.global_step, lambda v: v.assign_add(1)))
+    return loss
+
+  def train(self, dataset_fn, global_batch_size):
+    """Trains from the current step to num_train_steps, saving as it goes.
+
+    Args:
+      dataset_fn: function (tf.distribute.InputContext, step) -> dataset of
+        per-replica batches, resumed after `step` updates.
+      global_batch_size: int, examples per update over all replicas.
+
+    Raises:
+      TrainingError: the loss became NaN or infinite (nothing is saved).
+    """
+    start_step = self.step
+    if start_step >= self.num_train_steps:
+      logging.info("Already at step %d of %d; nothing to train.", start_step,
+                   self.num_train_steps)
+      return
+    dataset = self.strategy.distribute_datasets_from_function(
+        lambda context: dataset_fn(context, start_step))
+    iterator = iter(dataset)
+
+    @tf.function
+    def train_steps(iterator, steps):
+      loss = tf.constant(0.0)
+      for _ in tf.range(steps):
+        per_replica = self.strategy.run(self._replica_step,
+                                        args=(next(iterator),))
+        loss = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica,
+                                    axis=None)
+      return loss
+
+    step = start_step
+    while step < self.num_train_steps:
+      to_save = self.save_checkpoints_steps - step % self.save_checkpoints_steps
+      steps = min(self.iterations_per_loop, to_save,
+                  self.num_train_steps - step)
+      started = time.time()
+      loss = float(train_steps(iterator, tf.constant(steps)))
+      elapsed = time.time() - started
+      step = self.step
+      if not np.isfinite(loss):
+        raise TrainingError(
+            "Loss is %s at step %d: training stopped, nothing saved since "
+            "step %d. Try a lower --learning_rate." %
+            (loss, step, checkpointing.step_of(self.checkpoint.latest()) or 0))
+      learning_rate = float(optimization.learning_rate_at(
+          step - 1, self.learning_rate, self.num_train_steps,
+          self.num_warmup_steps))
+      logging.info("step %d/%d loss %.4f lr %.3g %.1f examples/s", step,
+                   self.num_train_steps, loss, learning_rate,
+                   steps * global_batch_size / elapsed)
+      self._summaries(step, loss=loss, learning_rate=learning_rate,
+                      examples_per_second=steps * global_batch_size / elapsed)
+      if step % self.save_checkpoints_steps == 0 or (
+          step == self.num_train_steps):
+        self.save()
+
+  def save(self):
+    if self.chief:
+      self.checkpoint.save(self.step)
+
+  def evaluate(self, dataset_fn, metrics_fn, max_steps):
+    """Runs metrics over up to max_steps batches.
+
+    Args:
+      dataset_fn: function (tf.distribute.InputContext) -> dataset of
+        per-replica batches.
+      metrics_fn: function (model, batch) -> dict name -> (weighted sum,
+        weight), per replica.
+      max_steps: int.
+
+    Returns:
+      dict name -> float, each sum over weight across all batches.
+    """
+    dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
+
+    @tf.function
+    def eval_step(batch):
+      per_replica = self.strategy.run(
+          lambda b: metrics_fn(self.model, b), args=(batch,))
+      return self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica,
+                                  axis=None)
+
+    totals = {}
+    for index, batch in enumerate(dataset):
+      if index >= max_steps:
+        break
+      for name, (value, weight) in eval_step(batch).items():
+        total = totals.setdefault(name, [0.0, 0.0])
+        total[0] += float(value)
+        total[1] += float(weight)
+    return {name: value / weight if weight else 0.0
+            for name, (value, weight) in totals.items()}
+
+  def _summaries(self, step, **values):
+    if not self.chief:
+      return
+    if self._summary_writer is None:
+      self._summary_writer = tf.summary.create_file_writer(self.output_dir)
+    with self._summary_writer.as_default():
+      for name, value in values.items():
+        tf.summary.scalar(name, value, step=step)
+    self._summary_writer.flush()
