@@ -119,13 +119,14 @@ def write_eval_results(path, results):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
-  task, files = check_flags()
-  tf_keras.utils.set_random_seed(FLAGS.seed)
+  # First: multi-worker collectives must be set up before any TF op runs.
   strategy = distribute.get_strategy(
       FLAGS.use_tpu, FLAGS.tpu_name, FLAGS.tpu_zone, FLAGS.gcp_project,
       FLAGS.master,
       FLAGS.num_tpu_cores if FLAGS["num_tpu_cores"].present else None,
       FLAGS.strategy)
+  task, files = check_flags()
+  tf_keras.utils.set_random_seed(FLAGS.seed)
   train_batch = per_replica_batch(FLAGS.train_batch_size, strategy,
                                   "train_batch_size")
   eval_batch = per_replica_batch(FLAGS.eval_batch_size, strategy,

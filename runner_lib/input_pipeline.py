@@ -100,13 +100,15 @@ def record_dataset(files, is_training, seed, input_context=None,
       lambda f: tf.data.TFRecordDataset(f, compression),
       cycle_length=min(cycle_length, len(files)),
       num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-  if shard_records:
-    dataset = dataset.shard(input_context.num_input_pipelines,
-                            input_context.input_pipeline_id)
   if is_training:
     dataset = dataset.shuffle(SHUFFLE_BUFFER, seed=seed)
   else:
     dataset = dataset.repeat()
+  if shard_records:
+    # After the (seeded, identical) shuffle: the pipelines split one stream,
+    # so together they see what a single pipeline would.
+    dataset = dataset.shard(input_context.num_input_pipelines,
+                            input_context.input_pipeline_id)
   return dataset.skip(skip_records)
 
 

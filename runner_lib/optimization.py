@@ -90,7 +90,8 @@ class AdamWeightDecay(tf.Module):
 
     Args:
       grads: list of Tensors, one per name in self.names (same order), the
-        same on every replica (already all-reduced).
+        same on every replica (already all-reduced); None skips a weight
+        (no slot update, no decay), as the original does.
       learning_rate: float32 scalar Tensor.
     """
     tf.distribute.get_replica_context().merge_call(
@@ -98,6 +99,8 @@ class AdamWeightDecay(tf.Module):
 
   def _distributed_apply(self, strategy, grads, learning_rate):
     for name, grad in zip(self.names, grads):
+      if grad is None:
+        continue
       strategy.extended.update(
           self.variables_by_name[name], self._update,
           args=(grad, self.m[name], self.v[name], learning_rate,

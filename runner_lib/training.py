@@ -111,8 +111,11 @@ class Trainer(object):
     with tf.GradientTape() as tape:
       loss = self.loss_fn(self.model, batch, True)
     grads = tape.gradient(loss, self.trainable)
-    # Embedding gradients arrive sparse; the update is dense anyway.
-    return loss, [tf.convert_to_tensor(g) for g in grads]
+    # Embedding gradients arrive sparse; the update is dense anyway. None
+    # (a weight the loss does not use, such as the pooler without NSP)
+    # stays None and its update is skipped, as the original skips it.
+    return loss, [None if g is None else tf.convert_to_tensor(g)
+                  for g in grads]
 
   def _replica_step(self, batch):
     if self.accumulation == 1:
@@ -124,13 +127,18 @@ class Trainer(object):
       for micro in micro_batches[1:]:
         micro_loss, micro_grads = self._compute(micro)
         loss += micro_loss
-        grads = [g + h for g, h in zip(grads, micro_grads)]
+        grads = [None if g is None else g + h
+                 for g, h in zip(grads, micro_grads)]
       loss /= self.accumulation
-      grads = [g / self.accumulation for g in grads]
+      grads = [None if g is None else g / self.accumulation for g in grads]
     grads, _ = tf.clip_by_global_norm(grads, CLIP_NORM)
     context = tf.distribute.get_replica_context()
     if context.num_replicas_in_sync > 1:
-      grads = context.all_reduce(tf.distribute.ReduceOp.MEAN, grads)
+      used = [i for i, g in enumerate(grads) if g is not None]
+      reduced = context.all_reduce(tf.distribute.ReduceOp.MEAN,
+                                   [grads[i] for i in used])
+      for i, g in zip(used, reduced):
+        grads[i] = g
     learning_rate = optimization.learning_rate_at(
         self.global_step, self.learning_rate, self.num_train_steps,
         self.num_warmup_steps)

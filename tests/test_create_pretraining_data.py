@@ -35,12 +35,19 @@ def write_vocab(path):
 
 
 def synthetic_corpus(path, num_documents=300, seed=0):
-  """Documents of 2-20 sentences of 3-30 words, some split into pieces."""
+  """Documents of 2-20 sentences of 3-30 words, some split into pieces.
+
+  Words follow a Markov chain in which each word has three successors, so
+  a model has something to learn.
+  """
   rng = random.Random(seed)
+  successors = {w: random.Random(w).sample(WORDS, 3) for w in WORDS}
   with open(path, "w") as f:
     for _ in range(num_documents):
       for _ in range(rng.randint(2, 20)):
-        words = [rng.choice(WORDS) for _ in range(rng.randint(3, 30))]
+        words = [rng.choice(WORDS)]
+        for _ in range(rng.randint(3, 30) - 1):
+          words.append(rng.choice(successors[words[-1]]))
         words = [w + "ed" if rng.random() < 0.1 else w for w in words]
         words = ["union" if rng.random() < 0.05 else w for w in words]
         f.write(" ".join(words).capitalize() + ".\n")

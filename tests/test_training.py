@@ -1,0 +1,148 @@
+"""The training library: losses, metrics, optimizer, schedule, checkpoints."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+import modeling
+from runner_lib import optimization
+from runner_lib import pretraining
+from runner_lib import training
+from tests import reference
+from tests.test_modeling import tiny_config
+
+
+def np_log_softmax(x):
+  x = x - x.max(-1, keepdims=True)
+  return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def test_masked_lm_and_next_sentence_losses_match_numpy():
+  rng = np.random.RandomState(0)
+  logits = rng.randn(3, 4, 11).astype(np.float32)
+  ids = rng.randint(0, 11, [3, 4])
+  weights = np.array([[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]], np.float32)
+  loss, per_example = pretraining.masked_lm_loss(logits, ids, weights)
+  ce = -np.take_along_axis(np_log_softmax(logits.astype(np.float64)),
+                           ids[..., None], -1)[..., 0]
+  np.testing.assert_allclose(per_example, ce, rtol=1e-5)
+  np.testing.assert_allclose(loss, (ce * weights).sum() / (weights.sum() +
+                                                           1e-5), rtol=1e-5)
+  nsp_logits = rng.randn(5, 2).astype(np.float32)
+  labels = np.array([[0], [1], [1], [0], [1]])
+  loss, _ = pretraining.next_sentence_loss(nsp_logits, labels)
+  want = -np.take_along_axis(np_log_softmax(nsp_logits), labels, -1).mean()
+  np.testing.assert_allclose(loss, want, rtol=1e-5)
+  # A batch with no real prediction costs 0, not NaN (the 1e-5).
+  loss, _ = pretraining.masked_lm_loss(logits, ids, np.zeros_like(weights))
+  assert float(loss) == 0.0
+
+
+class FixedLogits(tf_keras.Model):
+  """A stand-in model returning given logits."""
+
+  def __init__(self, mlm, nsp):
+    super().__init__()
+    self.mlm, self.nsp = tf.constant(mlm), tf.constant(nsp)
+
+  def call(self, inputs, training=None):
+    return {"masked_lm_logits": self.mlm, "next_sentence_logits": self.nsp}
+
+
+def test_metrics_on_a_constructed_batch():
+  # Two sequences, three prediction slots; argmax of each logit row marked.
+  mlm = np.full([2, 3, 4], -5.0, np.float32)
+  for (b, p), token in {(0, 0): 1, (0, 1): 2, (0, 2): 3, (1, 0): 0,
+                        (1, 1): 1, (1, 2): 2}.items():
+    mlm[b, p, token] = 5.0
+  nsp = np.array([[3.0, -3.0], [-1.0, 1.0]], np.float32)
+  batch = {"masked_lm_ids": np.array([[1, 0, 3], [0, 3, 0]], np.int32),
+           "masked_lm_weights": np.array([[1, 1, 1], [1, 1, 0]], np.float32),
+           "next_sentence_labels": np.array([[0], [0]], np.int32)}
+  task = pretraining.PretrainingTask(tiny_config(), 8, 3)
+  metrics = {k: (float(v), float(w)) for k, (v, w) in
+             task.metrics(FixedLogits(mlm, nsp), batch).items()}
+  # Real predictions: (0,0) right, (0,1) wrong, (0,2) right, (1,0) right,
+  # (1,1) wrong; (1,2) is padding and does not count: 3 of 5.
+  assert metrics["masked_lm_accuracy"] == (3.0, 5.0)
+  assert metrics["next_sentence_accuracy"] == (1.0, 2.0)
+  log_p = np_log_softmax(mlm.astype(np.float64))
+  ce = [-log_p[0, 0, 1], -log_p[0, 1, 0], -log_p[0, 2, 3], -log_p[1, 0, 0],
+        -log_p[1, 1, 3]]
+  np.testing.assert_allclose(metrics["masked_lm_loss"][0], sum(ce), rtol=1e-5)
+  nsp_ce = -np_log_softmax(nsp.astype(np.float64))[:, 0]
+  np.testing.assert_allclose(metrics["next_sentence_loss"][0], nsp_ce.sum(),
+                             rtol=1e-5)
+  np.testing.assert_allclose(metrics["loss"][0],
+                             sum(ce) / (5 + 1e-5) + nsp_ce.mean(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("step,want", [(0, 0.0), (5, 0.5e-3), (9, 0.9e-3),
+                                       (10, 1e-3 * 0.9), (55, 1e-3 * 0.45),
+                                       (100, 0.0), (150, 0.0)])
+def test_learning_rate_schedule(step, want):
+  got = optimization.learning_rate_at(tf.constant(step), 1e-3, 100, 10)
+  np.testing.assert_allclose(float(got), want, rtol=1e-6, atol=1e-12)
+
+
+def test_schedule_without_warmup():
+  got = optimization.learning_rate_at(tf.constant(25), 2e-5, 100, 0)
+  np.testing.assert_allclose(float(got), 2e-5 * 0.75, rtol=1e-6)
+
+
+def test_optimizer_matches_numpy_original_update():
+  rng = np.random.RandomState(0)
+  w0 = {"bert/x/kernel": rng.randn(3, 2).astype(np.float32),
+        "bert/x/bias": rng.randn(2).astype(np.float32),
+        "bert/x/LayerNorm/gamma": rng.randn(2).astype(np.float32)}
+  variables = {k: tf.Variable(v) for k, v in w0.items()}
+  optimizer = optimization.AdamWeightDecay(variables)
+  np_w = {k: v.astype(np.float64) for k, v in w0.items()}
+  m = {k: 0.0 for k in w0}
+  v = {k: 0.0 for k in w0}
+  for step in range(4):
+    grads = {k: rng.randn(*w0[k].shape) for k in w0}
+    lr = 0.1 * (step + 1)
+    optimizer.apply_gradients([tf.constant(grads[k], tf.float32)
+                               for k in optimizer.names], tf.constant(lr))
+    for k in w0:
+      m[k] = 0.9 * m[k] + 0.1 * grads[k]
+      v[k] = 0.999 * v[k] + 0.001 * grads[k] ** 2
+      update = m[k] / (np.sqrt(v[k]) + 1e-6)  # no bias correction
+      if k == "bert/x/kernel":  # LayerNorm and bias get no decay
+        update += 0.01 * np_w[k]
+      np_w[k] -= lr * update
+    for k in w0:
+      np.testing.assert_allclose(variables[k].numpy(), np_w[k], rtol=1e-5,
+                                 atol=1e-6)
+  assert sorted(optimizer.slot_variables()) == sorted(
+      [k + "/adam_m" for k in w0] + [k + "/adam_v" for k in w0])
+
+
+def test_first_update_is_smaller_than_bias_corrected_adam():
+  # With no bias correction the first step moves a weight by about
+  # lr * 0.1 / sqrt(0.001) = 3.16 lr, not lr: the original's behaviour.
+  variable = tf.Variable([1.0])
+  optimizer = optimization.AdamWeightDecay({"bert/b/bias": variable})
+  optimizer.apply_gradients([tf.constant([2.0])], tf.constant(0.01))
+  np.testing.assert_allclose(variable.numpy(), [1.0 - 0.01 * 3.16227766],
+                             rtol=1e-4)
+
+
+def test_trainer_init_from_google_checkpoint_keeps_its_weights(tmp_path):
+  config = tiny_config()
+  weights = reference.random_weights(config, seed=4)
+  prefix = reference.write_tf1_checkpoint(str(tmp_path / "g" /
+                                              "bert_model.ckpt"), weights)
+  task = pretraining.PretrainingTask(config, 16, 4)
+  trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
+                             task.loss, str(tmp_path / "out"), 1e-4, 10, 1)
+  assert trainer.initialize(prefix) == 0
+  for name, variable in modeling.variable_map(trainer.model).items():
+    np.testing.assert_array_equal(variable.numpy(), weights[name])
+  # Saved in the original layout: weights, adam slots, global_step.
+  saved = dict(tf.train.list_variables(trainer.checkpoint.save(0)))
+  assert saved["bert/encoder/layer_1/output/dense/kernel/adam_m"] == [37, 32]
+  assert saved["cls/predictions/output_bias/adam_v"] == [97]
+  assert saved["global_step"] == []
