@@ -107,6 +107,8 @@ class AdamWeightDecay(tf.Module):
                 self.decay[name]), group=False)
 
   def _update(self, variable, grad, m, v, learning_rate, decay):
+    # The original's float32 arithmetic, op for op (a fused kernel would
+    # round differently).
     grad = tf.cast(grad, tf.float32)
     m = m.assign(self.beta_1 * m + (1.0 - self.beta_1) * grad)
     v = v.assign(self.beta_2 * v + (1.0 - self.beta_2) * tf.square(grad))

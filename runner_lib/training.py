@@ -117,7 +117,12 @@ class Trainer(object):
     return loss, [None if g is None else tf.convert_to_tensor(g)
                   for g in grads]
 
-  def _replica_step(self, batch):
+  def train_step(self, batch):
+    """One update from a per-replica batch; run it under strategy.run.
+
+    Returns:
+      float32 scalar, this replica's loss before the update.
+    """
     if self.accumulation == 1:
       loss, grads = self._compute(batch)
     else:
@@ -171,7 +176,7 @@ class Trainer(object):
     def train_steps(iterator, steps):
       loss = tf.constant(0.0)
       for _ in tf.range(steps):
-        per_replica = self.strategy.run(self._replica_step,
+        per_replica = self.strategy.run(self.train_step,
                                         args=(next(iterator),))
         loss = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica,
                                     axis=None)
