@@ -2,7 +2,7 @@
 PYTHON := .venv/bin/python
 VENV_STAMP := .venv/.installed
 
-.PHONY: setup test benchmark
+.PHONY: setup test demo benchmark
 
 setup: $(VENV_STAMP)
 
@@ -15,5 +15,11 @@ $(VENV_STAMP): requirements.txt
 test: $(VENV_STAMP)
 	$(PYTHON) -m pytest
 
+demo: $(VENV_STAMP)
+	bash demo/run_demo.sh
+
 benchmark: $(VENV_STAMP)
 	$(PYTHON) benchmarks/bench_encoder.py
+	$(PYTHON) benchmarks/bench_tokenizer.py
+	$(PYTHON) benchmarks/bench_pretraining.py
+	$(PYTHON) benchmarks/bench_create_pretraining_data.py

@@ -98,8 +98,10 @@ class Dropout(keras.layers.Layer):
     """Drops with probability rate and scales up the rest, when training."""
     if not training or not self.rate:
       return inputs
-    keep = self.generator.uniform(tf.shape(inputs)) >= self.rate
-    return tf.where(keep, inputs / (1.0 - self.rate), tf.zeros_like(inputs))
+    # A fresh op seed from the generator each call; the fused stateless op
+    # draws the mask.
+    seed = self.generator.make_seeds(1)[:, 0]
+    return tf.nn.experimental.stateless_dropout(inputs, self.rate, seed)
 
 
 class Embeddings(keras.layers.Layer):
