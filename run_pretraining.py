@@ -127,6 +127,8 @@ def main(argv):
       FLAGS.strategy)
   task, files = check_flags()
   tf_keras.utils.set_random_seed(FLAGS.seed)
+  if FLAGS.precision == "bfloat16":
+    tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")
   train_batch = per_replica_batch(FLAGS.train_batch_size, strategy,
                                   "train_batch_size")
   eval_batch = per_replica_batch(FLAGS.eval_batch_size, strategy,

@@ -74,6 +74,10 @@ def define_training_flags():
                     "tf.distribute strategy when not on TPU: auto picks "
                     "multi_worker_mirrored when TF_CONFIG names several "
                     "tasks, mirrored with several GPUs, else default.")
+  flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16"],
+                    "Compute precision: bfloat16 runs matmuls and "
+                    "activations in bfloat16 with float32 weights, "
+                    "optimizer and losses (Keras mixed_bfloat16).")
   flags.DEFINE_bool("use_xla", False,
                     "Compile the training step with XLA (jit_compile).")
   flags.DEFINE_integer("gradient_accumulation_steps", 1,

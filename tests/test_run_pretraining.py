@@ -135,16 +135,24 @@ def test_sigkill_then_rerun_ends_with_the_same_weights(data, tmp_path):
                                err_msg=name)
 
 
-@pytest.mark.parametrize("objective", ["mlm", "ltr"])
-def test_ablation_objectives_train(data, tmp_path, objective):
+@pytest.mark.parametrize("objective,extra", [
+    ("mlm", {}), ("ltr", {}),
+    ("mlm", {"precision": "bfloat16", "use_xla": "true",
+             "gradient_accumulation_steps": "2"})])
+def test_ablation_objectives_train(data, tmp_path, objective, extra):
   result = run(command(data, tmp_path, objective=objective,
-                       num_train_steps="20", save_checkpoints_steps="20"))
+                       num_train_steps="20", save_checkpoints_steps="20",
+                       **extra))
   assert result.returncode == 0, result.stderr[-3000:]
   results = eval_results(tmp_path)
   assert "next_sentence_accuracy" not in results
   assert np.isfinite(results["masked_lm_loss"])
   listed = dict(tf.train.list_variables(str(tmp_path / "model.ckpt-20")))
   assert "cls/seq_relationship/output_weights" not in listed
+  # Weights stay float32 whatever the compute precision.
+  reader = tf.train.load_checkpoint(str(tmp_path / "model.ckpt-20"))
+  assert reader.get_variable_to_dtype_map()[
+      "bert/embeddings/word_embeddings"] == tf.float32
 
 
 def test_nan_loss_stops_without_saving(data, tmp_path):
