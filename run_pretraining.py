@@ -139,7 +139,7 @@ def main(argv):
       FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps,
       FLAGS.iterations_per_loop, FLAGS.save_checkpoints_steps,
       FLAGS.keep_checkpoint_max, FLAGS.use_xla,
-      FLAGS.gradient_accumulation_steps)
+      FLAGS.gradient_accumulation_steps, FLAGS.optimizer)
   trainer.initialize(FLAGS.init_checkpoint, allow_partial=False)
   if FLAGS.do_train:
     logging.info("***** Running training *****")

@@ -74,6 +74,9 @@ def define_training_flags():
                     "tf.distribute strategy when not on TPU: auto picks "
                     "multi_worker_mirrored when TF_CONFIG names several "
                     "tasks, mirrored with several GPUs, else default.")
+  flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"],
+                    "adamw: the original AdamWeightDecay. lamb: LAMB, for "
+                    "large batches.")
   flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16"],
                     "Compute precision: bfloat16 runs matmuls and "
                     "activations in bfloat16 with float32 weights, "

@@ -60,7 +60,7 @@ class AdamWeightDecay(tf.Module):
       epsilon: float.
       exclude_from_weight_decay: regexes; matching names get no decay.
     """
-    super().__init__(name="AdamWeightDecay")
+    super().__init__(name=type(self).__name__)
     self.names = list(named_variables)
     self.variables_by_name = dict(named_variables)
     self.weight_decay_rate = weight_decay_rate
@@ -73,19 +73,22 @@ class AdamWeightDecay(tf.Module):
     for name in self.names:
       variable = self.variables_by_name[name]
       self.m[name] = tf.Variable(tf.zeros(variable.shape, tf.float32),
-                                 trainable=False, name=name + "/adam_m")
+                                 trainable=False)
       self.v[name] = tf.Variable(tf.zeros(variable.shape, tf.float32),
-                                 trainable=False, name=name + "/adam_v")
+                                 trainable=False)
+
+  SLOT_NAMES = ("adam_m", "adam_v")
 
   def slot_variables(self):
     """dict checkpoint name -> slot variable, in the original layout."""
     slots = {}
+    m_name, v_name = self.SLOT_NAMES
     for name in self.names:
-      slots[name + "/adam_m"] = self.m[name]
-      slots[name + "/adam_v"] = self.v[name]
+      slots[name + "/" + m_name] = self.m[name]
+      slots[name + "/" + v_name] = self.v[name]
     return slots
 
-  def apply_gradients(self, grads, learning_rate):
+  def apply_gradients(self, grads, learning_rate, step=None):
     """Applies one update; call in a replica context (or outside strategies).
 
     Args:
@@ -93,20 +96,23 @@ class AdamWeightDecay(tf.Module):
         same on every replica (already all-reduced); None skips a weight
         (no slot update, no decay), as the original does.
       learning_rate: float32 scalar Tensor.
+      step: int Tensor, the global step before this update (used by LAMB's
+        bias correction; the original Adam has none).
     """
     tf.distribute.get_replica_context().merge_call(
-        self._distributed_apply, args=(grads, learning_rate))
+        self._distributed_apply, args=(grads, learning_rate, step))
 
-  def _distributed_apply(self, strategy, grads, learning_rate):
+  def _distributed_apply(self, strategy, grads, learning_rate, step):
     for name, grad in zip(self.names, grads):
       if grad is None:
         continue
       strategy.extended.update(
           self.variables_by_name[name], self._update,
-          args=(grad, self.m[name], self.v[name], learning_rate,
-                self.decay[name]), group=False)
+          args=(grad, self.m[name], self.v[name], learning_rate, step,
+                self.decay[name], name), group=False)
 
-  def _update(self, variable, grad, m, v, learning_rate, decay):
+  def _update(self, variable, grad, m, v, learning_rate, step, decay, name):
+    del step, name  # no bias correction, no per-layer scaling
     # The original's float32 arithmetic, op for op (a fused kernel would
     # round differently).
     grad = tf.cast(grad, tf.float32)
@@ -116,3 +122,35 @@ class AdamWeightDecay(tf.Module):
     if decay:
       update += self.weight_decay_rate * variable
     return variable.assign_sub(learning_rate * update)
+
+
+class Lamb(AdamWeightDecay):
+  """LAMB (You et al. 2019), for large batches: Adam with bias correction
+  and a per-weight trust ratio ||w|| / ||update||.
+
+  The same update as tf-models-official's LAMB (tests compare the two),
+  with slots in the original layout, named `lamb_m` / `lamb_v`. Weights
+  excluded from weight decay are also excluded from the trust ratio.
+  """
+
+  SLOT_NAMES = ("lamb_m", "lamb_v")
+
+  def _update(self, variable, grad, m, v, learning_rate, step, decay, name):
+    grad = tf.cast(grad, tf.float32)
+    t = tf.cast(step, tf.float32) + 1.0
+    m = m.assign(m * self.beta_1 + grad * (1.0 - self.beta_1))
+    v = v.assign(v * self.beta_2 + (grad * grad) * (1.0 - self.beta_2))
+    m_hat = m / (1.0 - tf.pow(self.beta_1, t))
+    v_hat = v / (1.0 - tf.pow(self.beta_2, t))
+    update = m_hat / (tf.sqrt(v_hat) + self.epsilon)
+    ratio = 1.0
+    if decay:
+      update += self.weight_decay_rate * variable
+      w_norm = tf.norm(variable, ord=2)
+      u_norm = tf.norm(update, ord=2)
+      ratio = tf.where(w_norm > 0,
+                       tf.where(u_norm > 0, w_norm / u_norm, 1.0), 1.0)
+    return variable.assign(variable - ratio * learning_rate * update)
+
+
+OPTIMIZERS = {"adamw": AdamWeightDecay, "lamb": Lamb}

@@ -42,7 +42,8 @@ class Trainer(object):
   def __init__(self, strategy, model_fn, loss_fn, output_dir, learning_rate,
                num_train_steps, num_warmup_steps, iterations_per_loop=1000,
                save_checkpoints_steps=1000, keep_checkpoint_max=5,
-               jit_compile=False, gradient_accumulation_steps=1):
+               jit_compile=False, gradient_accumulation_steps=1,
+               optimizer="adamw"):
     """Builds model, optimizer slots and global_step under the strategy.
 
     Args:
@@ -59,6 +60,7 @@ class Trainer(object):
       jit_compile: bool, compile forward and backward passes with XLA.
       gradient_accumulation_steps: int, micro-batches per update; the
         per-replica batch is split into this many.
+      optimizer: "adamw" (the original) or "lamb" (optimization.OPTIMIZERS).
     """
     self.strategy = strategy
     self.loss_fn = loss_fn
@@ -76,7 +78,7 @@ class Trainer(object):
                  if v.trainable}
       self.names = list(weights)
       self.trainable = [weights[n] for n in self.names]
-      self.optimizer = optimization.AdamWeightDecay(weights)
+      self.optimizer = optimization.OPTIMIZERS[optimizer](weights)
       self.global_step = tf.Variable(
           0, dtype=tf.int64, trainable=False, name="global_step",
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
@@ -147,7 +149,7 @@ class Trainer(object):
     learning_rate = optimization.learning_rate_at(
         self.global_step, self.learning_rate, self.num_train_steps,
         self.num_warmup_steps)
-    self.optimizer.apply_gradients(grads, learning_rate)
+    self.optimizer.apply_gradients(grads, learning_rate, self.global_step)
     context.merge_call(lambda strategy: strategy.extended.update(
         self.global_step, lambda v: v.assign_add(1)))
     return loss

@@ -146,3 +146,27 @@ def test_trainer_init_from_google_checkpoint_keeps_its_weights(tmp_path):
   assert saved["bert/encoder/layer_1/output/dense/kernel/adam_m"] == [37, 32]
   assert saved["cls/predictions/output_bias/adam_v"] == [97]
   assert saved["global_step"] == []
+
+
+def test_lamb_matches_model_gardens_lamb():
+  from official.modeling.optimization import lamb as mg_lamb
+  rng = np.random.RandomState(3)
+  w0 = {"bert/x/kernel": rng.randn(4, 3).astype(np.float32),
+        "bert/x/bias": rng.randn(3).astype(np.float32)}
+  ours = {k: tf.Variable(v) for k, v in w0.items()}
+  theirs = {k: tf.Variable(v, name=k) for k, v in w0.items()}
+  optimizer = optimization.Lamb(ours)
+  reference_optimizer = mg_lamb.LAMB(
+      learning_rate=0.01, weight_decay_rate=0.01, epsilon=1e-6,
+      exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"])
+  names = optimizer.names
+  for step in range(3):
+    grads = [rng.randn(*w0[k].shape).astype(np.float32) for k in names]
+    optimizer.apply_gradients([tf.constant(g) for g in grads],
+                              tf.constant(0.01), tf.constant(step))
+    reference_optimizer.apply_gradients(
+        [(tf.constant(g), theirs[k]) for g, k in zip(grads, names)])
+  for k in names:
+    np.testing.assert_allclose(ours[k].numpy(), theirs[k].numpy(), rtol=1e-5,
+                               atol=1e-6, err_msg=k)
+  assert "bert/x/kernel/lamb_m" in optimizer.slot_variables()
