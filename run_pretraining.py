@@ -127,8 +127,8 @@ def main(argv):
       FLAGS.strategy)
   task, files = check_flags()
   tf_keras.utils.set_random_seed(FLAGS.seed)
-  if FLAGS.precision == "bfloat16":
-    tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")
+  if FLAGS.precision != "float32":
+    tf_keras.mixed_precision.set_global_policy("mixed_" + FLAGS.precision)
   train_batch = per_replica_batch(FLAGS.train_batch_size, strategy,
                                   "train_batch_size")
   eval_batch = per_replica_batch(FLAGS.eval_batch_size, strategy,
@@ -139,7 +139,8 @@ def main(argv):
       FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps,
       FLAGS.iterations_per_loop, FLAGS.save_checkpoints_steps,
       FLAGS.keep_checkpoint_max, FLAGS.use_xla,
-      FLAGS.gradient_accumulation_steps, FLAGS.optimizer)
+      FLAGS.gradient_accumulation_steps, FLAGS.optimizer,
+      loss_scaling=FLAGS.precision == "float16")
   trainer.initialize(FLAGS.init_checkpoint, allow_partial=False)
   if FLAGS.do_train:
     logging.info("***** Running training *****")

@@ -77,10 +77,12 @@ def define_training_flags():
   flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"],
                     "adamw: the original AdamWeightDecay. lamb: LAMB, for "
                     "large batches.")
-  flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16"],
-                    "Compute precision: bfloat16 runs matmuls and "
-                    "activations in bfloat16 with float32 weights, "
-                    "optimizer and losses (Keras mixed_bfloat16).")
+  flags.DEFINE_enum("precision", "float32",
+                    ["float32", "bfloat16", "float16"],
+                    "Compute precision: bfloat16 / float16 run matmuls and "
+                    "activations in that type with float32 weights, "
+                    "optimizer and losses (Keras mixed_bfloat16 / "
+                    "mixed_float16); float16 adds dynamic loss scaling.")
   flags.DEFINE_bool("use_xla", False,
                     "Compile the training step with XLA (jit_compile).")
   flags.DEFINE_integer("gradient_accumulation_steps", 1,

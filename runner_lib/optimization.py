@@ -88,7 +88,7 @@ class AdamWeightDecay(tf.Module):
       slots[name + "/" + v_name] = self.v[name]
     return slots
 
-  def apply_gradients(self, grads, learning_rate, step=None):
+  def apply_gradients(self, grads, learning_rate, step=None, apply=None):
     """Applies one update; call in a replica context (or outside strategies).
 
     Args:
@@ -98,21 +98,33 @@ class AdamWeightDecay(tf.Module):
       learning_rate: float32 scalar Tensor.
       step: int Tensor, the global step before this update (used by LAMB's
         bias correction; the original Adam has none).
+      apply: bool Tensor or None; False skips the whole update (slots
+        included), e.g. on an overflow under float16 loss scaling.
     """
     tf.distribute.get_replica_context().merge_call(
-        self._distributed_apply, args=(grads, learning_rate, step))
+        self._distributed_apply, args=(grads, learning_rate, step, apply))
 
-  def _distributed_apply(self, strategy, grads, learning_rate, step):
+  def _distributed_apply(self, strategy, grads, learning_rate, step, apply):
     for name, grad in zip(self.names, grads):
       if grad is None:
         continue
       strategy.extended.update(
           self.variables_by_name[name], self._update,
-          args=(grad, self.m[name], self.v[name], learning_rate, step,
-                self.decay[name], name), group=False)
+          args=(grad, self.m[name], self.v[name], learning_rate, step, apply,
+                self.decay[name]), group=False)
 
-  def _update(self, variable, grad, m, v, learning_rate, step, decay, name):
-    del step, name  # no bias correction, no per-layer scaling
+  def _update(self, variable, grad, m, v, learning_rate, step, apply, decay):
+    if apply is None:
+      return self._step(variable, grad, m, v, learning_rate, step, decay)
+
+    def update():
+      self._step(variable, grad, m, v, learning_rate, step, decay)
+      return tf.constant(True)
+
+    return tf.cond(apply, update, lambda: tf.constant(False))
+
+  def _step(self, variable, grad, m, v, learning_rate, step, decay):
+    del step  # no bias correction
     # The original's float32 arithmetic, op for op (a fused kernel would
     # round differently).
     grad = tf.cast(grad, tf.float32)
@@ -135,7 +147,7 @@ class Lamb(AdamWeightDecay):
 
   SLOT_NAMES = ("lamb_m", "lamb_v")
 
-  def _update(self, variable, grad, m, v, learning_rate, step, decay, name):
+  def _step(self, variable, grad, m, v, learning_rate, step, decay):
     grad = tf.cast(grad, tf.float32)
     t = tf.cast(step, tf.float32) + 1.0
     m = m.assign(m * self.beta_1 + grad * (1.0 - self.beta_1))

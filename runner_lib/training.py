@@ -14,6 +14,11 @@ from runner_lib import optimization
 # The original clips the global gradient norm at 1.0 before each update.
 CLIP_NORM = 1.0
 
+# Dynamic loss scaling (float16): start high, halve on overflow, double
+# after this many good steps.
+INITIAL_LOSS_SCALE = 2.0**15
+LOSS_SCALE_PERIOD = 2000
+
 
 class TrainingError(errors.InputError):
   """Training cannot go on (e.g. the loss is no longer finite)."""
@@ -43,7 +48,7 @@ class Trainer(object):
                num_train_steps, num_warmup_steps, iterations_per_loop=1000,
                save_checkpoints_steps=1000, keep_checkpoint_max=5,
                jit_compile=False, gradient_accumulation_steps=1,
-               optimizer="adamw"):
+               optimizer="adamw", loss_scaling=False):
     """Builds model, optimizer slots and global_step under the strategy.
 
     Args:
@@ -61,6 +66,10 @@ class Trainer(object):
       gradient_accumulation_steps: int, micro-batches per update; the
         per-replica batch is split into this many.
       optimizer: "adamw" (the original) or "lamb" (optimization.OPTIMIZERS).
+      loss_scaling: bool, dynamic loss scaling for float16: the loss is
+        scaled up before the backward pass; a step whose gradients overflow
+        is skipped (global_step does not move) and the scale halved; after
+        LOSS_SCALE_PERIOD good steps it doubles.
     """
     self.strategy = strategy
     self.loss_fn = loss_fn
@@ -82,7 +91,17 @@ class Trainer(object):
       self.global_step = tf.Variable(
           0, dtype=tf.int64, trainable=False, name="global_step",
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+      self.loss_scaling = loss_scaling
+      self.loss_scale = tf.Variable(
+          INITIAL_LOSS_SCALE if loss_scaling else 1.0, trainable=False,
+          aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+      self.good_steps = tf.Variable(
+          0, dtype=tf.int64, trainable=False,
+          aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
     variables = dict(modeling.variable_map(self.model))
+    if loss_scaling:
+      variables["loss_scale"] = self.loss_scale
+      variables["loss_scale_good_steps"] = self.good_steps
     variables.update(self.optimizer.slot_variables())
     variables.update(modeling.dropout_state_variables(self.model))
     variables["global_step"] = self.global_step
@@ -112,7 +131,11 @@ class Trainer(object):
   def _loss_and_grads(self, batch):
     with tf.GradientTape() as tape:
       loss = self.loss_fn(self.model, batch, True)
-    grads = tape.gradient(loss, self.trainable)
+      scaled_loss = loss * self.loss_scale if self.loss_scaling else loss
+    grads = tape.gradient(scaled_loss, self.trainable)
+    if self.loss_scaling:
+      grads = [None if g is None else tf.convert_to_tensor(g) /
+               self.loss_scale for g in grads]
     # Embedding gradients arrive sparse; the update is dense anyway. None
     # (a weight the loss does not use, such as the pooler without NSP)
     # stays None and its update is skipped, as the original skips it.
@@ -138,8 +161,20 @@ class Trainer(object):
                  for g, h in zip(grads, micro_grads)]
       loss /= self.accumulation
       grads = [None if g is None else g / self.accumulation for g in grads]
-    grads, _ = tf.clip_by_global_norm(grads, CLIP_NORM)
     context = tf.distribute.get_replica_context()
+    finite = None
+    if self.loss_scaling:
+      finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g))
+                              for g in grads if g is not None])
+      # Skipped everywhere if any replica overflowed.
+      overflows = context.all_reduce(tf.distribute.ReduceOp.SUM,
+                                     1.0 - tf.cast(finite, tf.float32))
+      finite = overflows == 0.0
+      # Zeroed so that clipping and the all-reduce stay finite; the update
+      # is skipped anyway.
+      grads = [None if g is None else tf.where(finite, g, tf.zeros_like(g))
+               for g in grads]
+    grads, _ = tf.clip_by_global_norm(grads, CLIP_NORM)
     if context.num_replicas_in_sync > 1:
       used = [i for i, g in enumerate(grads) if g is not None]
       reduced = context.all_reduce(tf.distribute.ReduceOp.MEAN,
@@ -149,10 +184,27 @@ class Trainer(object):
     learning_rate = optimization.learning_rate_at(
         self.global_step, self.learning_rate, self.num_train_steps,
         self.num_warmup_steps)
-    self.optimizer.apply_gradients(grads, learning_rate, self.global_step)
+    self.optimizer.apply_gradients(grads, learning_rate, self.global_step,
+                                   finite)
+    increment = 1 if finite is None else tf.cast(finite, tf.int64)
     context.merge_call(lambda strategy: strategy.extended.update(
-        self.global_step, lambda v: v.assign_add(1)))
+        self.global_step, lambda v: v.assign_add(increment)))
+    if finite is not None:
+      context.merge_call(self._update_loss_scale, args=(finite,))
     return loss
+
+  def _update_loss_scale(self, strategy, finite):
+
+    def update(scale, finite, good_steps):
+      good = tf.where(finite, good_steps + 1, tf.zeros_like(good_steps))
+      grow = good >= LOSS_SCALE_PERIOD
+      good_steps.assign(tf.where(grow, tf.zeros_like(good), good))
+      return scale.assign(tf.where(
+          finite, tf.where(grow, scale * 2.0, scale),
+          tf.maximum(scale / 2.0, 1.0)))
+
+    strategy.extended.update(self.loss_scale, update,
+                             args=(finite, self.good_steps))
 
   def train(self, dataset_fn, global_batch_size):
     """Trains from the current step to num_train_steps, saving as it goes.

@@ -136,7 +136,7 @@ def test_sigkill_then_rerun_ends_with_the_same_weights(data, tmp_path):
 
 
 @pytest.mark.parametrize("objective,extra", [
-    ("mlm", {}), ("ltr", {}),
+    ("mlm", {}), ("ltr", {"precision": "float16"}),
     ("mlm", {"precision": "bfloat16", "use_xla": "true",
              "gradient_accumulation_steps": "2", "optimizer": "lamb"})])
 def test_ablation_objectives_train(data, tmp_path, objective, extra):

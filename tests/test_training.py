@@ -170,3 +170,34 @@ def test_lamb_matches_model_gardens_lamb():
     np.testing.assert_allclose(ours[k].numpy(), theirs[k].numpy(), rtol=1e-5,
                                atol=1e-6, err_msg=k)
   assert "bert/x/kernel/lamb_m" in optimizer.slot_variables()
+
+
+def test_loss_scaling_skips_overflowing_steps(tmp_path):
+  config = tiny_config()
+  task = pretraining.PretrainingTask(config, 8, 2)
+  overflow = tf.Variable(True)
+
+  def loss_fn(model, batch, training):
+    loss = task.loss(model, batch, training)
+    # 1e35 * 2^15 overflows float32 in the backward pass.
+    return tf.where(overflow, loss * 1e35, loss)
+
+  trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
+                             loss_fn, str(tmp_path), 1e-3, 10, 0,
+                             loss_scaling=True)
+  batch = {"input_ids": tf.constant([[2, 5, 6, 3, 7, 3, 0, 0]]),
+           "input_mask": tf.constant([[1, 1, 1, 1, 1, 1, 0, 0]]),
+           "segment_ids": tf.constant([[0, 0, 0, 0, 1, 1, 0, 0]]),
+           "masked_lm_positions": tf.constant([[1, 4]]),
+           "masked_lm_ids": tf.constant([[5, 7]]),
+           "masked_lm_weights": tf.constant([[1.0, 1.0]]),
+           "next_sentence_labels": tf.constant([[0]])}
+  step = tf.function(lambda: trainer.train_step(batch))
+  before = trainer.trainable[0].numpy()
+  step()
+  assert trainer.step == 0 and float(trainer.loss_scale) == 2.0**14
+  np.testing.assert_array_equal(trainer.trainable[0].numpy(), before)
+  overflow.assign(False)
+  step()
+  assert trainer.step == 1 and float(trainer.loss_scale) == 2.0**14
+  assert np.abs(trainer.trainable[0].numpy() - before).max() > 0
