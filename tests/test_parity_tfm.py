@@ -7,7 +7,6 @@ checkpoint converter); outputs must agree within 1e-5.
 
 import numpy as np
 import pytest
-import tensorflow as tf
 import tf_keras
 
 from official.modeling import tf_utils
