@@ -1,0 +1,261 @@
+"""Sentence(-pair) classification data: the GLUE and XNLI readers.
+
+The original shipped processors for CoLA, MNLI, MRPC and XNLI; here every
+GLUE task (plus XNLI) reads the standard GLUE folder layout. Each processor
+is a column spec over the original's TSV reading (tab separated, no quote
+processing), so the examples, guids and labels are the original's where it
+had a processor.
+"""
+
+import csv
+import os
+
+from absl import logging
+import tensorflow as tf
+
+from runner_lib import errors
+
+
+class InputExample(object):
+  """A single example: guid, text_a, optional text_b, label (None: test)."""
+
+  def __init__(self, guid, text_a, text_b=None, label=None):
+    self.guid = guid
+    self.text_a = text_a
+    self.text_b = text_b
+    self.label = label
+
+  def __repr__(self):
+    return "InputExample(%r, %r, %r, %r)" % (self.guid, self.text_a,
+                                             self.text_b, self.label)
+
+
+class DataProcessor(object):
+  """Reads one task's train / dev / test files from a GLUE folder.
+
+  Class attributes say where things are:
+    TRAIN, DEV, TEST: file names in data_dir.
+    HEADER: whether train/dev files start with a header row (test files
+      always do in GLUE).
+    COLUMNS: (text_a, text_b or None, label) column indexes in train/dev.
+    TEST_COLUMNS: (text_a, text_b or None) in the test file.
+    LABELS: the label list (None for regression).
+    SKIP_MALFORMED: skip (and count) rows with too few columns instead of
+      failing; for QQP, whose GLUE files hold a few broken rows.
+  """
+
+  TRAIN, DEV, TEST = "train.tsv", "dev.tsv", "test.tsv"
+  HEADER = True
+  COLUMNS = (None, None, None)
+  TEST_COLUMNS = (None, None)
+  LABELS = None
+  SKIP_MALFORMED = False
+
+  def get_train_examples(self, data_dir):
+    return self._examples(data_dir, self.TRAIN, "train")
+
+  def get_dev_examples(self, data_dir):
+    return self._examples(data_dir, self.DEV, "dev")
+
+  def get_test_examples(self, data_dir):
+    return self._examples(data_dir, self.TEST, "test")
+
+  def get_labels(self):
+    return list(self.LABELS) if self.LABELS else None
+
+  @property
+  def is_regression(self):
+    return self.LABELS is None
+
+  @classmethod
+  def _read_tsv(cls, input_file):
+    """Rows of a TSV file; a UTF-8 byte-order mark is dropped."""
+    if not tf.io.gfile.exists(input_file):
+      raise errors.InputError("Missing data file %s." % input_file)
+    with tf.io.gfile.GFile(input_file, "r") as f:
+      text = f.read()
+    if text.startswith("\ufeff"):
+      text = text[1:]
+    return list(csv.reader(text.splitlines(), delimiter="\t",
+                           quoting=csv.QUOTE_NONE))
+
+  def _examples(self, data_dir, file_name, set_type):
+    path = os.path.join(data_dir, file_name)
+    rows = self._read_tsv(path)
+    is_test = set_type == "test"
+    columns = self.TEST_COLUMNS + (None,) if is_test else self.COLUMNS
+    # Column c >= 0 needs c + 1 columns; c < 0 (from the end) needs -c.
+    needed = max(c + 1 if c >= 0 else -c for c in columns if c is not None)
+    examples, skipped = [], 0
+    for number, row in enumerate(rows, 1):
+      if number == 1 and (self.HEADER or is_test):
+        continue
+      if len(row) < needed:
+        if self.SKIP_MALFORMED:
+          skipped += 1
+          continue
+        raise errors.InputError(
+            "%s, line %d: %d column(s), expected at least %d." %
+            (path, number, len(row), needed))
+      example = self._example(row, columns, set_type, number - 1)
+      if example is not None:
+        self._check_label(example, path, number)
+        examples.append(example)
+    if skipped:
+      logging.warning("%s: skipped %d malformed rows.", path, skipped)
+    return examples
+
+  def _example(self, row, columns, set_type, index):
+    a, b, label = columns
+    return InputExample(
+        guid="%s-%d" % (set_type, index), text_a=row[a],
+        text_b=row[b] if b is not None else None,
+        label=row[label] if label is not None else None)
+
+  def _check_label(self, example, path, number):
+    if example.label is None:
+      return
+    if self.LABELS is None:
+      try:
+        float(example.label)
+      except ValueError:
+        raise errors.InputError("%s, line %d: score %r is not a number." %
+                                (path, number, example.label)) from None
+    elif example.label not in self.LABELS:
+      raise errors.InputError(
+          "%s, line %d: label %r is not one of %s." %
+          (path, number, example.label, ", ".join(self.LABELS)))
+
+
+class ColaProcessor(DataProcessor):
+  """CoLA: single sentences, acceptable (1) or not (0); train/dev headerless."""
+  HEADER = False
+  COLUMNS = (3, None, 1)
+  TEST_COLUMNS = (1, None)
+  LABELS = ("0", "1")
+
+
+class MnliProcessor(DataProcessor):
+  """MultiNLI; dev is dev_matched (MnliMismatchedProcessor: mismatched)."""
+  DEV, TEST = "dev_matched.tsv", "test_matched.tsv"
+  COLUMNS = (8, 9, -1)
+  TEST_COLUMNS = (8, 9)
+  LABELS = ("contradiction", "entailment", "neutral")
+
+  def _example(self, row, columns, set_type, index):
+    example = super()._example(row, columns, set_type, index)
+    example.guid = "%s-%s" % (set_type, row[0])  # the original's guid
+    return example
+
+
+class MnliMismatchedProcessor(MnliProcessor):
+  DEV, TEST = "dev_mismatched.tsv", "test_mismatched.tsv"
+
+
+class MrpcProcessor(DataProcessor):
+  """MRPC: paraphrase (1) or not (0)."""
+  COLUMNS = (3, 4, 0)
+  TEST_COLUMNS = (3, 4)
+  LABELS = ("0", "1")
+
+
+class Sst2Processor(DataProcessor):
+  COLUMNS = (0, None, 1)
+  TEST_COLUMNS = (1, None)
+  LABELS = ("0", "1")
+
+
+class StsbProcessor(DataProcessor):
+  """STS-B: a similarity score in [0, 5]; regression."""
+  COLUMNS = (7, 8, -1)
+  TEST_COLUMNS = (7, 8)
+
+
+class QqpProcessor(DataProcessor):
+  COLUMNS = (3, 4, 5)
+  TEST_COLUMNS = (1, 2)
+  LABELS = ("0", "1")
+  SKIP_MALFORMED = True
+
+
+class QnliProcessor(DataProcessor):
+  COLUMNS = (1, 2, -1)
+  TEST_COLUMNS = (1, 2)
+  LABELS = ("entailment", "not_entailment")
+
+
+class RteProcessor(QnliProcessor):
+  pass
+
+
+class WnliProcessor(DataProcessor):
+  COLUMNS = (1, 2, -1)
+  TEST_COLUMNS = (1, 2)
+  LABELS = ("0", "1")
+
+
+class XnliProcessor(DataProcessor):
+  """XNLI as the original: train on MultiNLI translated to `language`, dev
+  rows of that language from xnli.dev.tsv."""
+  language = "zh"
+  COLUMNS = (0, 1, 2)
+  LABELS = ("contradiction", "entailment", "neutral")
+
+  def get_train_examples(self, data_dir):
+    examples = self._examples(
+        os.path.join(data_dir, "multinli"),
+        "multinli.train.%s.tsv" % self.language, "train")
+    for example in examples:
+      if example.label == "contradictory":
+        example.label = "contradiction"
+    return examples
+
+  def get_dev_examples(self, data_dir):
+    path = os.path.join(data_dir, "xnli.dev.tsv")
+    examples = []
+    for number, row in enumerate(self._read_tsv(path), 1):
+      if number == 1 or row[0] != self.language:
+        continue
+      if len(row) < 8:
+        raise errors.InputError("%s, line %d: %d column(s), expected at "
+                                "least 8." % (path, number, len(row)))
+      examples.append(InputExample("dev-%d" % (number - 1), row[6], row[7],
+                                   row[1]))
+    return examples
+
+  def get_test_examples(self, data_dir):
+    raise errors.InputError("XNLI has no test set in this layout; use "
+                            "--do_eval.")
+
+  def _check_label(self, example, path, number):
+    if example.label == "contradictory":
+      return
+    super()._check_label(example, path, number)
+
+
+PROCESSORS = {
+    "cola": ColaProcessor,
+    "mnli": MnliProcessor,
+    "mnli-mm": MnliMismatchedProcessor,
+    "mrpc": MrpcProcessor,
+    "sst-2": Sst2Processor,
+    "sts-b": StsbProcessor,
+    "qqp": QqpProcessor,
+    "qnli": QnliProcessor,
+    "rte": RteProcessor,
+    "wnli": WnliProcessor,
+    "xnli": XnliProcessor,
+}
+
+
+def get_processor(task_name):
+  """The processor of a task (case-insensitive).
+
+  Raises:
+    errors.InputError: unknown task, listing the known ones.
+  """
+  name = task_name.lower()
+  if name not in PROCESSORS:
+    raise errors.InputError("Task not found: %s. Known tasks: %s." %
+                            (task_name, ", ".join(sorted(PROCESSORS))))
+  return PROCESSORS[name]()
