@@ -109,13 +109,6 @@ def per_replica_batch(global_batch, strategy, name):
   return per_replica
 
 
-def write_eval_results(path, results):
-  with fileio.atomic_output(path) as writer:
-    for key in sorted(results):
-      logging.info("  %s = %s", key, results[key])
-      writer.write("%s = %s\n" % (key, results[key]))
-
-
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
@@ -141,7 +134,7 @@ def main(argv):
       FLAGS.keep_checkpoint_max, FLAGS.use_xla,
       FLAGS.gradient_accumulation_steps, FLAGS.optimizer,
       loss_scaling=FLAGS.precision == "float16")
-  trainer.initialize(FLAGS.init_checkpoint, allow_partial=False)
+  trainer.initialize(FLAGS.init_checkpoint)
   if FLAGS.do_train:
     logging.info("***** Running training *****")
     logging.info("  Batch size = %d", FLAGS.train_batch_size)
@@ -158,8 +151,8 @@ def main(argv):
         task.metrics, FLAGS.max_eval_steps)
     results["global_step"] = trainer.step
     if trainer.chief:
-      write_eval_results(os.path.join(FLAGS.output_dir, "eval_results.txt"),
-                         results)
+      fileio.write_eval_results(
+          os.path.join(FLAGS.output_dir, "eval_results.txt"), results)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ from modeling.checkpoint import save_variables
 from modeling.checkpoint import variable_map
 from modeling.config import BertConfig
 from modeling.config import ConfigError
+from modeling.heads import BertClassifier
 from modeling.heads import BertPretrainer
+from modeling.heads import ClassifierHead
 from modeling.heads import MaskedLMHead
 from modeling.heads import NextSentenceHead
 from modeling.layers import gelu

@@ -62,6 +62,11 @@ HEAD_VARIABLES = {
         ("cls/seq_relationship/output_weights", "output_weights"),
         ("cls/seq_relationship/output_bias", "output_bias"),
     ),
+    # run_classifier.py created these at the root scope.
+    "classifier": (
+        ("output_weights", "output_weights"),
+        ("output_bias", "output_bias"),
+    ),
 }
 
 

@@ -142,3 +142,56 @@ class BertPretrainer(keras.Model):
       outputs["next_sentence_logits"] = self.next_sentence(
           outputs["pooled_output"])
     return outputs
+
+
+class ClassifierHead(keras.layers.Layer):
+  """The original run_classifier layer: dropout 0.1, then output_weights
+  [num_labels, H] and output_bias [num_labels] at the checkpoint's root."""
+
+  def __init__(self, num_labels, hidden_size, seed=0, name="classifier",
+               **kwargs):
+    """Args: num_labels: int (1 for regression); hidden_size: int H;
+    seed: int, of the dropout masks."""
+    super().__init__(name=name, **kwargs)
+    # A fixed 0.1 in the original, not the config's hidden_dropout_prob.
+    self.dropout = layers.Dropout(0.1, seed)
+    self.output_weights = self.add_weight(
+        "output_weights", shape=[num_labels, hidden_size],
+        initializer=layers.create_initializer(0.02))
+    self.output_bias = self.add_weight(
+        "output_bias", shape=[num_labels], initializer="zeros")
+
+  def call(self, pooled_output, training=None):
+    """Maps pooled [B, H] to float [B, num_labels] logits."""
+    pooled_output = self.dropout(pooled_output, training=training)
+    weights = tf.cast(self.output_weights, pooled_output.dtype)
+    logits = tf.matmul(pooled_output, weights, transpose_b=True)
+    return tf.nn.bias_add(logits, tf.cast(self.output_bias, logits.dtype))
+
+
+class BertClassifier(keras.Model):
+  """BertModel plus the classification layer on the pooled output."""
+
+  def __init__(self, config, num_labels, use_one_hot_embeddings=False,
+               seed=None, name="classifier_model", **kwargs):
+    """Creates the model and all its weights.
+
+    Args:
+      config: a BertConfig.
+      num_labels: int, classes (1: a regression score).
+      use_one_hot_embeddings: bool, passed to BertModel.
+      seed: int or None, passed to BertModel.
+      name: Keras name.
+      **kwargs: passed to keras.Model.
+    """
+    super().__init__(name=name, **kwargs)
+    self.config = config
+    self.bert = bert_model.BertModel(config, use_one_hot_embeddings, seed)
+    self.classifier = ClassifierHead(num_labels, config.hidden_size,
+                                     seed=(seed or 0) + 7919)
+    self.call({"input_ids": tf.zeros([1, 1], tf.int32)}, training=False)
+
+  def call(self, inputs, training=None):
+    """Returns float [B, num_labels] logits for BertModel's inputs."""
+    pooled = self.bert(inputs, training=training)["pooled_output"]
+    return self.classifier(pooled, training=training)

@@ -45,15 +45,19 @@ class TrainingCheckpoint(object):
     """
     reader = tf.train.load_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
+    # Checkpoints the original scripts wrote have no dropout generator
+    # states; those start fresh.
     bad = [name for name, v in self.variables.items()
-           if name not in shapes or list(shapes[name]) != v.shape.as_list()]
+           if (name not in shapes and not name.startswith("dropout_rng/")) or
+           (name in shapes and list(shapes[name]) != v.shape.as_list())]
     if bad:
       raise modeling.CheckpointError(
           "Cannot resume from %s: %d variable(s) missing or of another "
           "shape (was output_dir used with another config?):\n  %s" %
           (prefix, len(bad), "\n  ".join(sorted(bad))))
     for name, variable in self.variables.items():
-      variable.assign(tf.cast(reader.get_tensor(name), variable.dtype))
+      if name in shapes:
+        variable.assign(tf.cast(reader.get_tensor(name), variable.dtype))
     logging.info("Restored %d variables from %s", len(self.variables), prefix)
 
   def save(self, step):

@@ -3,6 +3,7 @@
 import contextlib
 import os
 
+from absl import logging
 import tensorflow as tf
 
 from runner_lib import errors
@@ -41,3 +42,12 @@ def atomic_output(path, mode="w"):
   finally:
     if tf.io.gfile.exists(temporary):
       tf.io.gfile.remove(temporary)
+
+
+def write_eval_results(path, results):
+  """Writes `key = value` lines, sorted by key, as the original's
+  eval_results.txt, and logs them."""
+  with atomic_output(path) as writer:
+    for key in sorted(results):
+      logging.info("  %s = %s", key, results[key])
+      writer.write("%s = %s\n" % (key, results[key]))

@@ -114,18 +114,32 @@ class Trainer(object):
   def step(self):
     return int(self.global_step.numpy())
 
-  def initialize(self, init_checkpoint=None, allow_partial=False):
+  def initialize(self, init_checkpoint=None, new_variables=()):
     """Resumes from output_dir's latest checkpoint, else loads init_checkpoint.
+
+    Args:
+      init_checkpoint: str or None.
+      new_variables: original names init_checkpoint may lack (a task layer
+        added for fine-tuning); any other missing variable is an error.
 
     Returns:
       int, the global step training starts from.
+
+    Raises:
+      modeling.CheckpointError: see modeling.load_checkpoint.
     """
     latest = self.checkpoint.latest()
     if latest:
       self.checkpoint.restore(latest)
       logging.info("Resuming from %s at step %d", latest, self.step)
     elif init_checkpoint:
-      modeling.load_checkpoint(self.model, init_checkpoint, allow_partial)
+      result = modeling.load_checkpoint(self.model, init_checkpoint,
+                                        allow_partial=bool(new_variables))
+      unexpected = sorted(set(result.missing) - set(new_variables))
+      if unexpected:
+        raise modeling.CheckpointError(
+            "Checkpoint %s lacks %d variable(s):\n  %s" %
+            (init_checkpoint, len(unexpected), "\n  ".join(unexpected)))
     return self.step
 
   def _loss_and_grads(self, batch):

@@ -1,0 +1,222 @@
+"""BERT fine-tuning on GLUE and XNLI sentence(-pair) classification.
+
+The original command line works unchanged, e.g. the README's MRPC example:
+
+  python run_classifier.py --task_name=MRPC --do_train=true --do_eval=true \
+    --data_dir=$GLUE_DIR/MRPC --vocab_file=$BERT_BASE_DIR/vocab.txt \
+    --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+    --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --max_seq_length=128 \
+    --train_batch_size=32 --learning_rate=2e-5 --num_train_epochs=3.0 \
+    --output_dir=/tmp/mrpc_output/
+
+Tasks: cola, mnli (mnli-mm for the mismatched dev set), mrpc, sst-2, sts-b
+(regression), qqp, qnli, rte, wnli, xnli.
+"""
+
+import os
+
+from absl import app
+from absl import flags
+from absl import logging
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+import modeling
+from runner_lib import classifier
+from runner_lib import classifier_data
+from runner_lib import distribute
+from runner_lib import errors
+from runner_lib import fileio
+from runner_lib import flags as runner_flags
+from runner_lib import input_pipeline
+from runner_lib import tfrecord
+from runner_lib import training
+import tokenization
+
+FLAGS = flags.FLAGS
+
+# Required.
+flags.DEFINE_string("data_dir", None,
+                    "Required. The input data dir: the task's .tsv files.")
+flags.DEFINE_string("task_name", None, "Required. The name of the task.")
+runner_flags.define_model_flags()
+runner_flags.define_training_flags()
+
+# Optional, as the original.
+flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
+flags.DEFINE_bool("do_predict", False,
+                  "Whether to run the model in inference mode on the test "
+                  "set.")
+flags.DEFINE_float("num_train_epochs", 3.0,
+                   "Total number of training epochs to perform.")
+flags.DEFINE_float("warmup_proportion", 0.1,
+                   "Proportion of training to perform linear learning rate "
+                   "warmup for. E.g., 0.1 = 10% of training.")
+runner_flags.define_tpu_flags()
+
+# Names run_classifier.py gives the new layer in checkpoints.
+NEW_VARIABLES = ("output_weights", "output_bias")
+
+
+def check_flags():
+  """Validates flags and inputs; returns (processor, config, tokenizer)."""
+  if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
+    raise errors.InputError("At least one of `do_train`, `do_eval` or "
+                            "`do_predict' must be True.")
+  processor = classifier_data.get_processor(FLAGS.task_name)
+  config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
+  if FLAGS.max_seq_length > config.max_position_embeddings:
+    raise errors.InputError(
+        "Cannot use sequence length %d because the BERT model was only "
+        "trained up to sequence length %d (max_position_embeddings in %s)." %
+        (FLAGS.max_seq_length, config.max_position_embeddings,
+         FLAGS.bert_config_file))
+  if FLAGS.max_seq_length < 3:
+    raise errors.InputError("--max_seq_length must be at least 3.")
+  try:
+    tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case,
+                                                  FLAGS.init_checkpoint)
+    tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file,
+                                           FLAGS.do_lower_case)
+  except ValueError as e:
+    raise errors.InputError(str(e)) from None
+  if tokenizer.vocab_size > config.vocab_size:
+    raise errors.InputError(
+        "vocab_file %s has %d entries but vocab_size in %s is %d." %
+        (FLAGS.vocab_file, tokenizer.vocab_size, FLAGS.bert_config_file,
+         config.vocab_size))
+  if FLAGS.init_checkpoint:
+    modeling.resolve_checkpoint_path(FLAGS.init_checkpoint)
+  return processor, config, tokenizer
+
+
+def write_features(examples, task, tokenizer, path, batch_size=None):
+  """Writes examples as records, padded with fake ones to full batches."""
+  features = [classifier.convert_single_example(
+      e, task.label_list, FLAGS.max_seq_length, tokenizer) for e in examples]
+  if batch_size:
+    padding = classifier.padding_features(FLAGS.max_seq_length,
+                                          task.regression)
+    features += [padding] * (-len(features) % batch_size)
+  with tfrecord.RoundRobinWriter([path]) as writer:
+    for feature in features:
+      writer.write(classifier.serialize(feature, task.regression))
+  return len(features)
+
+
+def predict_all(strategy, trainer, task, path, batch_size):
+  """Runs the model over every record of a file; numpy outputs by key."""
+  spec = classifier.name_to_features(FLAGS.max_seq_length, task.regression)
+  dataset = input_pipeline.parse_and_batch(tf.data.TFRecordDataset(path),
+                                           spec, batch_size)
+  run = distribute.predictor(strategy,
+                             lambda batch: task.predict(trainer.model, batch))
+  outputs = list(run(dataset))
+  return {key: np.concatenate([o[key] for o in outputs])
+          for key in outputs[0]}
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
+  strategy = distribute.get_strategy(
+      FLAGS.use_tpu, FLAGS.tpu_name, FLAGS.tpu_zone, FLAGS.gcp_project,
+      FLAGS.master,
+      FLAGS.num_tpu_cores if FLAGS["num_tpu_cores"].present else None,
+      FLAGS.strategy)
+  processor, config, tokenizer = check_flags()
+  tf_keras.utils.set_random_seed(FLAGS.seed)
+  if FLAGS.precision != "float32":
+    tf_keras.mixed_precision.set_global_policy("mixed_" + FLAGS.precision)
+  task = classifier.ClassificationTask(config, processor.get_labels())
+  task_name = FLAGS.task_name.lower()
+  replicas = strategy.num_replicas_in_sync
+  for name in ("train_batch_size", "eval_batch_size", "predict_batch_size"):
+    if FLAGS[name].value % replicas:
+      raise errors.InputError("--%s=%d must be a multiple of %d replicas." %
+                              (name, FLAGS[name].value, replicas))
+
+  train_examples, num_train_steps, num_warmup_steps = None, 1, 0
+  if FLAGS.do_train:
+    train_examples = processor.get_train_examples(FLAGS.data_dir)
+    num_train_steps = max(1, int(len(train_examples) / FLAGS.train_batch_size
+                                 * FLAGS.num_train_epochs))
+    num_warmup_steps = int(num_train_steps * FLAGS.warmup_proportion)
+  tf.io.gfile.makedirs(FLAGS.output_dir)
+  trainer = training.Trainer(
+      strategy, task.build_model, task.loss, FLAGS.output_dir,
+      FLAGS.learning_rate, num_train_steps, num_warmup_steps,
+      FLAGS.iterations_per_loop, FLAGS.save_checkpoints_steps,
+      FLAGS.keep_checkpoint_max, FLAGS.use_xla,
+      FLAGS.gradient_accumulation_steps, FLAGS.optimizer,
+      loss_scaling=FLAGS.precision == "float16")
+  trainer.initialize(FLAGS.init_checkpoint, new_variables=NEW_VARIABLES)
+
+  if FLAGS.do_train:
+    train_file = os.path.join(FLAGS.output_dir, "train.tf_record")
+    write_features(train_examples, task, tokenizer, train_file)
+    logging.info("***** Running training *****")
+    logging.info("  Num examples = %d", len(train_examples))
+    logging.info("  Batch size = %d", FLAGS.train_batch_size)
+    logging.info("  Num steps = %d", num_train_steps)
+    spec = classifier.name_to_features(FLAGS.max_seq_length, task.regression)
+    per_replica = FLAGS.train_batch_size // replicas
+    trainer.train(
+        lambda context, step: input_pipeline.parse_and_batch(
+            input_pipeline.record_dataset(
+                [train_file], True, FLAGS.seed, context,
+                skip_records=step * per_replica), spec, per_replica),
+        FLAGS.train_batch_size)
+
+  if FLAGS.do_eval:
+    eval_examples = processor.get_dev_examples(FLAGS.data_dir)
+    eval_file = os.path.join(FLAGS.output_dir, "eval.tf_record")
+    write_features(eval_examples, task, tokenizer, eval_file,
+                   FLAGS.eval_batch_size)
+    logging.info("***** Running evaluation *****")
+    logging.info("  Num examples = %d", len(eval_examples))
+    outputs = predict_all(strategy, trainer, task, eval_file,
+                          FLAGS.eval_batch_size)
+    results = task.eval_results(outputs, task_name)
+    results["global_step"] = trainer.step
+    if trainer.chief:
+      fileio.write_eval_results(
+          os.path.join(FLAGS.output_dir, "eval_results.txt"), results)
+
+  if FLAGS.do_predict:
+    predict_examples = processor.get_test_examples(FLAGS.data_dir)
+    predict_file = os.path.join(FLAGS.output_dir, "predict.tf_record")
+    write_features(predict_examples, task, tokenizer, predict_file,
+                   FLAGS.predict_batch_size)
+    logging.info("***** Running prediction *****")
+    logging.info("  Num examples = %d", len(predict_examples))
+    outputs = predict_all(strategy, trainer, task, predict_file,
+                          FLAGS.predict_batch_size)
+    real = outputs["is_real_example"] > 0
+    probabilities = task.probabilities(outputs["logits"][real])
+    if trainer.chief:
+      write_predictions(probabilities, task, task_name)
+
+
+def write_predictions(probabilities, task, task_name):
+  """test_results.tsv as the original, and a GLUE submission file."""
+  with fileio.atomic_output(os.path.join(FLAGS.output_dir,
+                                         "test_results.tsv")) as writer:
+    for row in probabilities:
+      writer.write("\t".join(str(p) for p in row) + "\n")
+  name = classifier.SUBMISSION_NAMES[task_name]
+  with fileio.atomic_output(os.path.join(FLAGS.output_dir,
+                                         name + ".tsv")) as writer:
+    writer.write("index\tprediction\n")
+    for index, row in enumerate(probabilities):
+      label = ("%.3f" % row[0] if task.regression else
+               task.label_list[int(row.argmax())])
+      writer.write("%d\t%s\n" % (index, label))
+  logging.info("Wrote %d predictions.", len(probabilities))
+
+
+if __name__ == "__main__":
+  flags.mark_flags_as_required(["data_dir", "task_name", "vocab_file",
+                                "bert_config_file", "output_dir"])
+  errors.run(main)
