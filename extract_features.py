@@ -30,7 +30,7 @@ from runner_lib import errors
 from runner_lib import features as features_lib
 from runner_lib import fileio
 from runner_lib import flags as runner_flags
-import tokenization
+from runner_lib import model_inputs
 
 FLAGS = flags.FLAGS
 
@@ -113,12 +113,8 @@ def convert_example(example, seq_length, tokenizer):
   Returns:
     InputFeatures with int lists of length seq_length.
   """
-  tokens_a = tokenizer.tokenize(example.text_a)
-  tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
-  tokens, segment_ids = features_lib.pair_layout(tokens_a, tokens_b,
-                                                 seq_length)
-  input_ids, input_mask, segment_ids = features_lib.pad_features(
-      tokenizer.convert_tokens_to_ids(tokens), segment_ids, seq_length)
+  tokens, input_ids, input_mask, segment_ids = features_lib.encode_pair(
+      tokenizer, example.text_a, example.text_b, seq_length)
   if example.unique_id < 5:
     logging.info("*** Example ***")
     logging.info("unique_id: %s", example.unique_id)
@@ -218,34 +214,13 @@ def check_flags():
   Raises:
     errors.InputError, modeling.ConfigError, modeling.CheckpointError.
   """
-  config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
-  if FLAGS.max_seq_length > config.max_position_embeddings:
-    raise errors.InputError(
-        "--max_seq_length=%d exceeds max_position_embeddings=%d of %s; the "
-        "model has no position embeddings past that." %
-        (FLAGS.max_seq_length, config.max_position_embeddings,
-         FLAGS.bert_config_file))
-  if FLAGS.max_seq_length < 3:
-    raise errors.InputError(
-        "--max_seq_length=%d is too small: [CLS] A [SEP] B [SEP] needs at "
-        "least 3 positions." % FLAGS.max_seq_length)
+  config, tokenizer = model_inputs.load_config_and_tokenizer(
+      FLAGS.bert_config_file, FLAGS.vocab_file, FLAGS.do_lower_case,
+      FLAGS.init_checkpoint, FLAGS.max_seq_length)
   if FLAGS.batch_size < 1:
     raise errors.InputError("--batch_size must be positive, got %d." %
                             FLAGS.batch_size)
   layer_indexes = parse_layers(FLAGS.layers, config.num_hidden_layers)
-  try:
-    tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case,
-                                                  FLAGS.init_checkpoint)
-    tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file,
-                                           FLAGS.do_lower_case)
-  except ValueError as e:
-    raise errors.InputError(str(e)) from None
-  if tokenizer.vocab_size > config.vocab_size:
-    raise errors.InputError(
-        "vocab_file %s has %d entries but vocab_size in %s is %d: ids past "
-        "the embedding table. Use the vocab and config of the same model." %
-        (FLAGS.vocab_file, tokenizer.vocab_size, FLAGS.bert_config_file,
-         config.vocab_size))
   checkpoint = modeling.resolve_checkpoint_path(FLAGS.init_checkpoint)
   if not tf.io.gfile.exists(FLAGS.input_file):
     raise errors.InputError("input_file %s does not exist." %
@@ -257,10 +232,7 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
   config, tokenizer, layer_indexes, checkpoint = check_flags()
-  strategy = distribute.get_strategy(
-      FLAGS.use_tpu, FLAGS.tpu_name, FLAGS.tpu_zone, FLAGS.gcp_project,
-      FLAGS.master,
-      FLAGS.num_tpu_cores if FLAGS["num_tpu_cores"].present else None)
+  strategy = distribute.get_strategy(**runner_flags.tpu_flag_values())
   if FLAGS.batch_size % strategy.num_replicas_in_sync:
     raise errors.InputError(
         "--batch_size=%d must be a multiple of the %d replicas." %

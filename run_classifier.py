@@ -22,7 +22,6 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-import modeling
 from runner_lib import classifier
 from runner_lib import classifier_data
 from runner_lib import distribute
@@ -30,9 +29,9 @@ from runner_lib import errors
 from runner_lib import fileio
 from runner_lib import flags as runner_flags
 from runner_lib import input_pipeline
+from runner_lib import model_inputs
 from runner_lib import tfrecord
 from runner_lib import training
-import tokenization
 
 FLAGS = flags.FLAGS
 
@@ -65,29 +64,9 @@ def check_flags():
     raise errors.InputError("At least one of `do_train`, `do_eval` or "
                             "`do_predict' must be True.")
   processor = classifier_data.get_processor(FLAGS.task_name)
-  config = modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
-  if FLAGS.max_seq_length > config.max_position_embeddings:
-    raise errors.InputError(
-        "Cannot use sequence length %d because the BERT model was only "
-        "trained up to sequence length %d (max_position_embeddings in %s)." %
-        (FLAGS.max_seq_length, config.max_position_embeddings,
-         FLAGS.bert_config_file))
-  if FLAGS.max_seq_length < 3:
-    raise errors.InputError("--max_seq_length must be at least 3.")
-  try:
-    tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case,
-                                                  FLAGS.init_checkpoint)
-    tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file,
-                                           FLAGS.do_lower_case)
-  except ValueError as e:
-    raise errors.InputError(str(e)) from None
-  if tokenizer.vocab_size > config.vocab_size:
-    raise errors.InputError(
-        "vocab_file %s has %d entries but vocab_size in %s is %d." %
-        (FLAGS.vocab_file, tokenizer.vocab_size, FLAGS.bert_config_file,
-         config.vocab_size))
-  if FLAGS.init_checkpoint:
-    modeling.resolve_checkpoint_path(FLAGS.init_checkpoint)
+  config, tokenizer = model_inputs.load_config_and_tokenizer(
+      FLAGS.bert_config_file, FLAGS.vocab_file, FLAGS.do_lower_case,
+      FLAGS.init_checkpoint, FLAGS.max_seq_length)
   return processor, config, tokenizer
 
 
@@ -105,8 +84,14 @@ def write_features(examples, task, tokenizer, path, batch_size=None):
   return len(features)
 
 
-def predict_all(strategy, trainer, task, path, batch_size):
-  """Runs the model over every record of a file; numpy outputs by key."""
+def predict_all(strategy, trainer, task, examples, tokenizer, path,
+                batch_size):
+  """Writes examples to path and runs the model over them.
+
+  Returns:
+    dict of numpy arrays over all records, fake padding ones included.
+  """
+  write_features(examples, task, tokenizer, path, batch_size)
   spec = classifier.name_to_features(FLAGS.max_seq_length, task.regression)
   dataset = input_pipeline.parse_and_batch(tf.data.TFRecordDataset(path),
                                            spec, batch_size)
@@ -120,11 +105,7 @@ def predict_all(strategy, trainer, task, path, batch_size):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
-  strategy = distribute.get_strategy(
-      FLAGS.use_tpu, FLAGS.tpu_name, FLAGS.tpu_zone, FLAGS.gcp_project,
-      FLAGS.master,
-      FLAGS.num_tpu_cores if FLAGS["num_tpu_cores"].present else None,
-      FLAGS.strategy)
+  strategy = distribute.get_strategy(**runner_flags.tpu_flag_values())
   processor, config, tokenizer = check_flags()
   tf_keras.utils.set_random_seed(FLAGS.seed)
   if FLAGS.precision != "float32":
@@ -171,13 +152,12 @@ def main(argv):
 
   if FLAGS.do_eval:
     eval_examples = processor.get_dev_examples(FLAGS.data_dir)
-    eval_file = os.path.join(FLAGS.output_dir, "eval.tf_record")
-    write_features(eval_examples, task, tokenizer, eval_file,
-                   FLAGS.eval_batch_size)
     logging.info("***** Running evaluation *****")
     logging.info("  Num examples = %d", len(eval_examples))
-    outputs = predict_all(strategy, trainer, task, eval_file,
-                          FLAGS.eval_batch_size)
+    outputs = predict_all(
+        strategy, trainer, task, eval_examples, tokenizer,
+        os.path.join(FLAGS.output_dir, "eval.tf_record"),
+        FLAGS.eval_batch_size)
     results = task.eval_results(outputs, task_name)
     results["global_step"] = trainer.step
     if trainer.chief:
@@ -186,13 +166,12 @@ def main(argv):
 
   if FLAGS.do_predict:
     predict_examples = processor.get_test_examples(FLAGS.data_dir)
-    predict_file = os.path.join(FLAGS.output_dir, "predict.tf_record")
-    write_features(predict_examples, task, tokenizer, predict_file,
-                   FLAGS.predict_batch_size)
     logging.info("***** Running prediction *****")
     logging.info("  Num examples = %d", len(predict_examples))
-    outputs = predict_all(strategy, trainer, task, predict_file,
-                          FLAGS.predict_batch_size)
+    outputs = predict_all(
+        strategy, trainer, task, predict_examples, tokenizer,
+        os.path.join(FLAGS.output_dir, "predict.tf_record"),
+        FLAGS.predict_batch_size)
     real = outputs["is_real_example"] > 0
     probabilities = task.probabilities(outputs["logits"][real])
     if trainer.chief:

@@ -113,11 +113,7 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
   # First: multi-worker collectives must be set up before any TF op runs.
-  strategy = distribute.get_strategy(
-      FLAGS.use_tpu, FLAGS.tpu_name, FLAGS.tpu_zone, FLAGS.gcp_project,
-      FLAGS.master,
-      FLAGS.num_tpu_cores if FLAGS["num_tpu_cores"].present else None,
-      FLAGS.strategy)
+  strategy = distribute.get_strategy(**runner_flags.tpu_flag_values())
   task, files = check_flags()
   tf_keras.utils.set_random_seed(FLAGS.seed)
   if FLAGS.precision != "float32":

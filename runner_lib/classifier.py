@@ -43,12 +43,8 @@ def convert_single_example(example, label_list, max_seq_length, tokenizer):
     InputFeatures; label_id is the label's index (0 for test examples), or
     the float score for regression.
   """
-  tokens_a = tokenizer.tokenize(example.text_a)
-  tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
-  tokens, segment_ids = features_lib.pair_layout(tokens_a, tokens_b,
-                                                 max_seq_length)
-  input_ids, input_mask, segment_ids = features_lib.pad_features(
-      tokenizer.convert_tokens_to_ids(tokens), segment_ids, max_seq_length)
+  _, input_ids, input_mask, segment_ids = features_lib.encode_pair(
+      tokenizer, example.text_a, example.text_b, max_seq_length)
   if label_list is None:
     label_id = float(example.label) if example.label is not None else 0.0
   else:

@@ -66,3 +66,24 @@ def pad_features(input_ids, segment_ids, max_seq_length):
   return (list(input_ids) + [0] * padding,
           [1] * len(input_ids) + [0] * padding,
           list(segment_ids) + [0] * padding)
+
+
+def encode_pair(tokenizer, text_a, text_b, max_seq_length):
+  """Tokenizes, lays out, truncates and pads one text or text pair.
+
+  Args:
+    tokenizer: tokenization.FullTokenizer.
+    text_a: str.
+    text_b: str or None / empty.
+    max_seq_length: int >= 3.
+
+  Returns:
+    (tokens unpadded, input_ids, input_mask, segment_ids), the last three
+    lists of length max_seq_length.
+  """
+  tokens_a = tokenizer.tokenize(text_a)
+  tokens_b = tokenizer.tokenize(text_b) if text_b else None
+  tokens, segment_ids = pair_layout(tokens_a, tokens_b, max_seq_length)
+  input_ids, input_mask, segment_ids = pad_features(
+      tokenizer.convert_tokens_to_ids(tokens), segment_ids, max_seq_length)
+  return tokens, input_ids, input_mask, segment_ids

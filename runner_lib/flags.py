@@ -2,6 +2,8 @@
 
 from absl import flags
 
+FLAGS = flags.FLAGS
+
 
 def define_model_flags(max_seq_length=128):
   """bert_config_file, vocab_file, init_checkpoint, do_lower_case, ..."""
@@ -50,6 +52,18 @@ def define_tpu_flags():
       "num_tpu_cores", 8,
       "Total number of TPU cores. Only with --use_tpu; checked against the "
       "cores the TPU reports when given explicitly.")
+
+
+def tpu_flag_values():
+  """The TPU flags (and --strategy, where defined) as distribute.get_strategy
+  arguments; --num_tpu_cores only when given."""
+  values = {name: FLAGS[name].value for name in
+            ("use_tpu", "tpu_name", "tpu_zone", "gcp_project", "master")}
+  if FLAGS["num_tpu_cores"].present:
+    values["num_tpu_cores"] = FLAGS.num_tpu_cores
+  if "strategy" in FLAGS:
+    values["strategy"] = FLAGS.strategy
+  return values
 
 
 def define_training_flags():
