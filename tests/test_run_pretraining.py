@@ -118,7 +118,10 @@ def test_sigkill_then_rerun_ends_with_the_same_weights(data, tmp_path):
   process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, env=env())
   deadline = time.time() + 300
-  while not (killed_dir / "model.ckpt-30.index").exists():
+  # Kill once the state file names ckpt-30 (a kill between the checkpoint's
+  # files and the state file would rightly restart from scratch).
+  while not (killed_dir / "checkpoint").exists() or (
+      "model.ckpt-30" not in (killed_dir / "checkpoint").read_text()):
     assert process.poll() is None and time.time() < deadline
     time.sleep(0.02)
   process.send_signal(signal.SIGKILL)
