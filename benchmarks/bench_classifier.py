@@ -1,0 +1,101 @@
+"""Fine-tuning examples/s: ours vs tf-models-official's BertClassifier.
+
+The MRPC recipe's shape (BERT-Base, seq 128, batch 32, two labels), the
+same cross-entropy and AdamW with clipping on both sides, one fixed batch.
+Runs alternate; medians and the ratio are printed.
+
+  .venv/bin/python benchmarks/bench_classifier.py [--repeats=5] [--small]
+"""
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official.nlp import optimization as mg_optimization
+from official.nlp.modeling import models
+
+import modeling
+from runner_lib import classifier
+from runner_lib import training
+from tests import reference
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("repeats", 5, "Timed steps per model.")
+flags.DEFINE_bool("small", False, "L=4 H=256 instead of BERT-Base.")
+flags.DEFINE_bool("jit_compile", False, "XLA on both sides.")
+
+
+def main(argv):
+  del argv
+  fields = (dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                 intermediate_size=1024) if FLAGS.small else {})
+  config = modeling.BertConfig(vocab_size=30522, type_vocab_size=2, **fields)
+  batch_size, seq_length = 32, 128
+  rng = np.random.RandomState(0)
+  lengths = rng.randint(40, seq_length + 1, [batch_size])
+  mask = (np.arange(seq_length)[None] < lengths[:, None]).astype(np.int32)
+  batch = {"input_ids": tf.constant(rng.randint(1000, 30000, mask.shape) *
+                                    mask, tf.int32),
+           "input_mask": tf.constant(mask),
+           "segment_ids": tf.constant((np.arange(seq_length)[None] >=
+                                       lengths[:, None] // 2) * mask,
+                                      tf.int32),
+           "label_ids": tf.constant(rng.randint(0, 2, [batch_size]),
+                                    tf.int32)}
+
+  task = classifier.ClassificationTask(config, ["0", "1"])
+  trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
+                             task.loss, tempfile.mkdtemp(), 2e-5, 10000, 100,
+                             jit_compile=FLAGS.jit_compile)
+  ours = tf.function(lambda: trainer.train_step(batch))
+
+  theirs_model = models.BertClassifier(reference.model_garden_encoder(config),
+                                       num_classes=2, dropout_rate=0.1)
+  optimizer = mg_optimization.AdamWeightDecay(
+      learning_rate=2e-5, weight_decay_rate=0.01, epsilon=1e-6,
+      exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"],
+      global_clipnorm=1.0)
+  inputs = {"input_word_ids": batch["input_ids"],
+            "input_mask": batch["input_mask"],
+            "input_type_ids": batch["segment_ids"]}
+
+  @tf.function(jit_compile=FLAGS.jit_compile)
+  def theirs():
+    with tf.GradientTape() as tape:
+      logits = theirs_model(inputs, training=True)
+      loss = tf.reduce_mean(task.per_example_loss(logits, batch["label_ids"]))
+    variables = theirs_model.trainable_variables
+    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+    return loss
+
+  runs = {"ours": ours, "model_garden": theirs}
+  for fn in runs.values():
+    float(fn())
+    float(fn())
+  times = {k: [] for k in runs}
+  for _ in range(FLAGS.repeats):
+    for key, fn in runs.items():
+      start = time.perf_counter()
+      float(fn())
+      times[key].append(time.perf_counter() - start)
+  m = {k: statistics.median(v) for k, v in times.items()}
+  print("L=%d H=%d seq=%d batch=%d xla=%s: ours %.1f examples/s, "
+        "model_garden %.1f examples/s, ratio ours/model_garden = %.3f" %
+        (config.num_hidden_layers, config.hidden_size, seq_length, batch_size,
+         FLAGS.jit_compile, batch_size / m["ours"],
+         batch_size / m["model_garden"], m["model_garden"] / m["ours"]))
+
+
+if __name__ == "__main__":
+  app.run(main)
