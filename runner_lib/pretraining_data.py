@@ -13,11 +13,16 @@ import collections
 import mmap
 import struct
 import tempfile
+import time
 
+from absl import logging
 import tensorflow as tf
 
 from runner_lib import errors
 from runner_lib import tfrecord
+
+# Seconds between progress lines on long runs.
+PROGRESS_SECONDS = 10
 
 InstanceOptions = collections.namedtuple("InstanceOptions", [
     "max_seq_length", "short_seq_prob", "masked_lm_prob",
@@ -338,10 +343,16 @@ def create_training_records(documents, options, vocab, dupe_factor, rng,
   """
   rng.shuffle(documents)
   spill = _Spill(spill_directory)
+  start = last_log = time.time()
   try:
     for record in serialized_instances(documents, options, vocab, dupe_factor,
                                        rng):
       spill.append(record)
+      if time.time() - last_log > PROGRESS_SECONDS:
+        last_log = time.time()
+        logging.info("%d instances made (%.0f/s) from %d documents x %d",
+                     len(spill), len(spill) / (last_log - start),
+                     len(documents), dupe_factor)
     order = list(range(len(spill)))
     rng.shuffle(order)
     yield from spill.read_in_order(order)
