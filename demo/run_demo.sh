@@ -47,7 +47,7 @@ $PYTHON run_pretraining.py --input_file="$OUT/tf_examples.tfrecord" \
   --output_dir="$OUT/pretraining_output" --do_train=True --do_eval=True \
   --bert_config_file="$OUT/bert_config.json" --train_batch_size=32 \
   --max_seq_length=64 --max_predictions_per_seq=10 --num_train_steps=1000 \
-  --num_warmup_steps=100 --learning_rate=3e-4 --save_checkpoints_steps=500 \
+  --num_warmup_steps=100 --learning_rate=5e-4 --save_checkpoints_steps=500 \
   --iterations_per_loop=100 --max_eval_steps=50 2>&1 \
   | grep -E "step [0-9]+/|Saved" || true
 
