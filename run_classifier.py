@@ -18,7 +18,6 @@ import os
 from absl import app
 from absl import flags
 from absl import logging
-import numpy as np
 import tensorflow as tf
 import tf_keras
 
@@ -95,11 +94,8 @@ def predict_all(strategy, trainer, task, examples, tokenizer, path,
   spec = classifier.name_to_features(FLAGS.max_seq_length, task.regression)
   dataset = input_pipeline.parse_and_batch(tf.data.TFRecordDataset(path),
                                            spec, batch_size)
-  run = distribute.predictor(strategy,
-                             lambda batch: task.predict(trainer.model, batch))
-  outputs = list(run(dataset))
-  return {key: np.concatenate([o[key] for o in outputs])
-          for key in outputs[0]}
+  return distribute.predict_all(
+      strategy, lambda batch: task.predict(trainer.model, batch), dataset)
 
 
 def main(argv):

@@ -12,8 +12,10 @@ from modeling.config import BertConfig
 from modeling.config import ConfigError
 from modeling.heads import BertClassifier
 from modeling.heads import BertPretrainer
+from modeling.heads import BertSquadModel
 from modeling.heads import ClassifierHead
 from modeling.heads import MaskedLMHead
 from modeling.heads import NextSentenceHead
+from modeling.heads import SquadHead
 from modeling.layers import gelu
 from modeling.layers import get_activation

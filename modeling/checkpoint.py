@@ -67,6 +67,10 @@ HEAD_VARIABLES = {
         ("output_weights", "output_weights"),
         ("output_bias", "output_bias"),
     ),
+    "squad": (
+        ("cls/squad/output_weights", "output_weights"),
+        ("cls/squad/output_bias", "output_bias"),
+    ),
 }
 
 

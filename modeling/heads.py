@@ -195,3 +195,55 @@ class BertClassifier(keras.Model):
     """Returns float [B, num_labels] logits for BertModel's inputs."""
     pooled = self.bert(inputs, training=training)["pooled_output"]
     return self.classifier(pooled, training=training)
+
+
+class SquadHead(keras.layers.Layer):
+  """The original run_squad layer, scope cls/squad: one start and one end
+  vector (output_weights [2, H], output_bias [2]) scored against every
+  position of the sequence output. No dropout, as the original."""
+
+  def __init__(self, hidden_size, initializer_range=0.02, name="squad",
+               **kwargs):
+    """Args: hidden_size: int H; initializer_range: float, stddev of the
+    truncated-normal initializer (0.02 in the original, whatever the
+    config says)."""
+    super().__init__(name=name, **kwargs)
+    self.output_weights = self.add_weight(
+        "output_weights", shape=[2, hidden_size],
+        initializer=layers.create_initializer(initializer_range))
+    self.output_bias = self.add_weight(
+        "output_bias", shape=[2], initializer="zeros")
+
+  def call(self, sequence_output):
+    """Maps float [B, T, H] to (start_logits, end_logits), each [B, T]."""
+    weights = tf.cast(self.output_weights, sequence_output.dtype)
+    logits = tf.matmul(sequence_output, weights, transpose_b=True)
+    logits = tf.nn.bias_add(logits, tf.cast(self.output_bias, logits.dtype))
+    return logits[:, :, 0], logits[:, :, 1]
+
+
+class BertSquadModel(keras.Model):
+  """BertModel plus the SQuAD span layer on the sequence output."""
+
+  def __init__(self, config, use_one_hot_embeddings=False, seed=None,
+               name="squad_model", **kwargs):
+    """Creates the model and all its weights.
+
+    Args:
+      config: a BertConfig.
+      use_one_hot_embeddings: bool, passed to BertModel.
+      seed: int or None, passed to BertModel.
+      name: Keras name.
+      **kwargs: passed to keras.Model.
+    """
+    super().__init__(name=name, **kwargs)
+    self.config = config
+    self.bert = bert_model.BertModel(config, use_one_hot_embeddings, seed)
+    self.squad = SquadHead(config.hidden_size)
+    self.call({"input_ids": tf.zeros([1, 1], tf.int32)}, training=False)
+
+  def call(self, inputs, training=None):
+    """Returns (start_logits, end_logits), float [B, T] each, for
+    BertModel's inputs."""
+    sequence = self.bert(inputs, training=training)["sequence_output"]
+    return self.squad(sequence)

@@ -124,3 +124,15 @@ def predictor(strategy, predict_fn):
       yield tf.nest.map_structure(gather, step(batch))
 
   return run
+
+
+def predict_all(strategy, predict_fn, dataset):
+  """Runs predictor(strategy, predict_fn) over a whole dataset.
+
+  Returns:
+    dict of numpy arrays, each the per-batch outputs concatenated on the
+    batch axis, in dataset order.
+  """
+  outputs = list(predictor(strategy, predict_fn)(dataset))
+  return {key: np.concatenate([o[key] for o in outputs])
+          for key in outputs[0]}

@@ -66,15 +66,22 @@ def tpu_flag_values():
   return values
 
 
-def define_training_flags():
-  """The original's training flags plus what TF2 adds (strategy, XLA, ...)."""
+def define_training_flags(with_eval=True):
+  """The original's training flags plus what TF2 adds (strategy, XLA, ...).
+
+  Args:
+    with_eval: bool, define do_eval and eval_batch_size (run_squad.py, like
+      the original, has do_predict only).
+  """
   flags.DEFINE_string("output_dir", None,
                       "Required. The output directory where the model "
                       "checkpoints will be written.")
   flags.DEFINE_bool("do_train", False, "Whether to run training.")
-  flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+  if with_eval:
+    flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
   flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
-  flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+  if with_eval:
+    flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
   flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for "
                      "Adam.")
   flags.DEFINE_integer("save_checkpoints_steps", 1000,

@@ -1,0 +1,277 @@
+"""BERT fine-tuning and prediction on SQuAD v1.1 and v2.0.
+
+The original command lines work unchanged, e.g. the README's SQuAD 1.1 run:
+
+  python run_squad.py --vocab_file=$BERT_BASE_DIR/vocab.txt \
+    --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+    --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --do_train=True \
+    --train_file=$SQUAD_DIR/train-v1.1.json --do_predict=True \
+    --predict_file=$SQUAD_DIR/dev-v1.1.json --train_batch_size=12 \
+    --learning_rate=3e-5 --num_train_epochs=2.0 --max_seq_length=384 \
+    --doc_stride=128 --output_dir=/tmp/squad_base/
+
+Writes predictions.json, nbest_predictions.json and, with
+--version_2_with_negative, null_odds.json, as the original. When the predict
+file holds answers (a dev set), also eval_results.txt with the official
+exact match and F1 (for SQuAD 2.0 also the best --null_score_diff_threshold
+and the scores it gives).
+"""
+
+import os
+import random
+
+from absl import app
+from absl import flags
+from absl import logging
+import tensorflow as tf
+import tf_keras
+
+from runner_lib import distribute
+from runner_lib import errors
+from runner_lib import fileio
+from runner_lib import flags as runner_flags
+from runner_lib import input_pipeline
+from runner_lib import model_inputs
+from runner_lib import squad
+from runner_lib import squad_data
+from runner_lib import squad_evaluation
+from runner_lib import squad_predictions
+from runner_lib import tfrecord
+from runner_lib import training
+
+FLAGS = flags.FLAGS
+
+runner_flags.define_model_flags(max_seq_length=384)
+runner_flags.define_training_flags(with_eval=False)
+flags.DEFINE_string("train_file", None,
+                    "SQuAD json for training. E.g., train-v1.1.json")
+flags.DEFINE_string(
+    "predict_file", None,
+    "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json")
+flags.DEFINE_integer(
+    "doc_stride", 128,
+    "When splitting up a long document into chunks, how much stride to "
+    "take between chunks.")
+flags.DEFINE_integer(
+    "max_query_length", 64,
+    "The maximum number of tokens for the question. Questions longer than "
+    "this will be truncated to this length.")
+flags.DEFINE_bool("do_predict", False, "Whether to run eval on the dev set.")
+flags.DEFINE_integer("predict_batch_size", 8,
+                     "Total batch size for predictions.")
+flags.DEFINE_float("num_train_epochs", 3.0,
+                   "Total number of training epochs to perform.")
+flags.DEFINE_float(
+    "warmup_proportion", 0.1,
+    "Proportion of training to perform linear learning rate warmup for. "
+    "E.g., 0.1 = 10% of training.")
+flags.DEFINE_integer(
+    "n_best_size", 20,
+    "The total number of n-best predictions to generate in the "
+    "nbest_predictions.json output file.")
+flags.DEFINE_integer(
+    "max_answer_length", 30,
+    "The maximum length of an answer that can be generated. This is needed "
+    "because the start and end predictions are not conditioned on one "
+    "another.")
+runner_flags.define_tpu_flags()
+flags.DEFINE_bool(
+    "verbose_logging", False,
+    "If true, all of the warnings related to data processing will be "
+    "printed. A number of warnings are expected for a normal SQuAD "
+    "evaluation.")
+flags.DEFINE_bool(
+    "version_2_with_negative", False,
+    "If true, the SQuAD examples contain some that do not have an answer.")
+flags.DEFINE_float(
+    "null_score_diff_threshold", 0.0,
+    "If null_score - best_non_null is greater than the threshold predict "
+    "null.")
+
+# The original pre-shuffles training examples with this seed.
+TRAIN_SHUFFLE_SEED = 12345
+
+
+def check_flags():
+  """Validates flags and inputs before any work; returns (config,
+  tokenizer)."""
+  if not FLAGS.do_train and not FLAGS.do_predict:
+    raise errors.InputError(
+        "At least one of `do_train` or `do_predict` must be True.")
+  if FLAGS.do_train and not FLAGS.train_file:
+    raise errors.InputError(
+        "If `do_train` is True, then `train_file` must be specified.")
+  if FLAGS.do_predict and not FLAGS.predict_file:
+    raise errors.InputError(
+        "If `do_predict` is True, then `predict_file` must be specified.")
+  config, tokenizer = model_inputs.load_config_and_tokenizer(
+      FLAGS.bert_config_file, FLAGS.vocab_file, FLAGS.do_lower_case,
+      FLAGS.init_checkpoint, FLAGS.max_seq_length)
+  if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:
+    raise errors.InputError(
+        "The max_seq_length (%d) must be greater than max_query_length "
+        "(%d) + 3: [CLS] question [SEP] context [SEP] leaves no room for "
+        "the context." % (FLAGS.max_seq_length, FLAGS.max_query_length))
+  for name in ("doc_stride", "max_query_length", "n_best_size",
+               "max_answer_length"):
+    if FLAGS[name].value < 1:
+      raise errors.InputError("--%s=%d must be at least 1." %
+                              (name, FLAGS[name].value))
+  return config, tokenizer
+
+
+def read_examples(path, is_training):
+  """(the file's data list, its SquadExamples)."""
+  data = squad_data.read_squad_json(path)
+  examples, _ = squad_data.read_squad_examples(
+      path, is_training, FLAGS.version_2_with_negative, data)
+  if not examples:
+    raise errors.InputError("%s holds no usable questions." % path)
+  return data, examples
+
+
+def write_features(examples, tokenizer, path, is_training):
+  """Converts examples and writes their records to path (atomically).
+
+  Returns:
+    list of squad_data.InputFeatures (empty in training, where only the
+    records are needed and the features could be many).
+  """
+  kept = []
+  with tfrecord.RoundRobinWriter([path]) as writer:
+
+    def output_fn(feature):
+      writer.write(squad.serialize(feature, is_training))
+      if not is_training:
+        kept.append(feature)
+
+    count = squad_data.convert_examples_to_features(
+        examples, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride,
+        FLAGS.max_query_length, is_training, output_fn)
+  logging.info("  Num orig examples = %d", len(examples))
+  logging.info("  Num split examples = %d", count)
+  return kept
+
+
+def predict(strategy, trainer, task, path, num_features):
+  """Start and end logits of every feature in the records at path.
+
+  Returns:
+    list of squad_predictions.RawResult.
+  """
+  batch_size = FLAGS.predict_batch_size
+  dataset = tf.data.TFRecordDataset(path)
+  padding = -num_features % batch_size
+  if padding:
+    dataset = dataset.concatenate(tf.data.Dataset.from_tensors(
+        squad.padding_record(FLAGS.max_seq_length)).repeat(padding))
+  dataset = input_pipeline.parse_and_batch(
+      dataset, squad.name_to_features(FLAGS.max_seq_length, False),
+      batch_size)
+  outputs = distribute.predict_all(
+      strategy, lambda batch: task.predict(trainer.model, batch), dataset)
+  return [squad_predictions.RawResult(int(unique_id), start, end)
+          for unique_id, start, end in zip(outputs["unique_ids"],
+                                           outputs["start_logits"],
+                                           outputs["end_logits"])
+          if unique_id]
+
+
+def write_outputs(data, examples, features, results):
+  """The original's prediction files, and eval_results.txt for a dev set."""
+  predictions = squad_predictions.compute_predictions(
+      examples, features, results, FLAGS.n_best_size,
+      FLAGS.max_answer_length, FLAGS.do_lower_case,
+      FLAGS.version_2_with_negative, FLAGS.null_score_diff_threshold,
+      FLAGS.verbose_logging)
+  output = lambda name: os.path.join(FLAGS.output_dir, name)
+  logging.info("Writing predictions to: %s", output("predictions.json"))
+  squad_predictions.write_json(output("predictions.json"),
+                               predictions.answers)
+  squad_predictions.write_json(output("nbest_predictions.json"),
+                               predictions.nbest)
+  if FLAGS.version_2_with_negative:
+    squad_predictions.write_json(output("null_odds.json"),
+                                 predictions.null_odds)
+  if not squad_evaluation.is_labelled(data):
+    logging.info("%s has no answers to score against: no evaluation.",
+                 FLAGS.predict_file)
+    return
+  if FLAGS.version_2_with_negative:
+    results = squad_evaluation.evaluate_v2(
+        data, predictions.answers, predictions.null_odds,
+        predictions.best_non_null)
+  elif squad_evaluation.has_unanswerable(data):
+    results = squad_evaluation.evaluate_v2(data, predictions.answers)
+  else:
+    results = squad_evaluation.evaluate_v1(data, predictions.answers)
+  logging.info("***** Eval results *****")
+  fileio.write_eval_results(output("eval_results.txt"), results)
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
+  strategy = distribute.get_strategy(**runner_flags.tpu_flag_values())
+  config, tokenizer = check_flags()
+  replicas = strategy.num_replicas_in_sync
+  for name in ("train_batch_size", "predict_batch_size"):
+    if FLAGS[name].value % replicas:
+      raise errors.InputError("--%s=%d must be a multiple of %d replicas." %
+                              (name, FLAGS[name].value, replicas))
+  # Read (and check) both files before spending time on either.
+  train_examples, num_train_steps, num_warmup_steps = None, 1, 0
+  if FLAGS.do_train:
+    _, train_examples = read_examples(FLAGS.train_file, True)
+    num_train_steps = max(1, int(len(train_examples) / FLAGS.train_batch_size
+                                 * FLAGS.num_train_epochs))
+    num_warmup_steps = int(num_train_steps * FLAGS.warmup_proportion)
+    # The original's pre-shuffle, so records are not in paragraph order.
+    random.Random(TRAIN_SHUFFLE_SEED).shuffle(train_examples)
+  if FLAGS.do_predict:
+    predict_data, eval_examples = read_examples(FLAGS.predict_file, False)
+
+  tf_keras.utils.set_random_seed(FLAGS.seed)
+  if FLAGS.precision != "float32":
+    tf_keras.mixed_precision.set_global_policy("mixed_" + FLAGS.precision)
+  tf.io.gfile.makedirs(FLAGS.output_dir)
+  task = squad.SquadTask(config)
+  trainer = training.Trainer(
+      strategy, task.build_model, task.loss, FLAGS.output_dir,
+      FLAGS.learning_rate, num_train_steps, num_warmup_steps,
+      FLAGS.iterations_per_loop, FLAGS.save_checkpoints_steps,
+      FLAGS.keep_checkpoint_max, FLAGS.use_xla,
+      FLAGS.gradient_accumulation_steps, FLAGS.optimizer,
+      loss_scaling=FLAGS.precision == "float16")
+  trainer.initialize(FLAGS.init_checkpoint, new_variables=squad.NEW_VARIABLES)
+
+  if FLAGS.do_train:
+    train_file = os.path.join(FLAGS.output_dir, "train.tf_record")
+    logging.info("***** Running training *****")
+    write_features(train_examples, tokenizer, train_file, True)
+    logging.info("  Batch size = %d", FLAGS.train_batch_size)
+    logging.info("  Num steps = %d", num_train_steps)
+    del train_examples
+    spec = squad.name_to_features(FLAGS.max_seq_length, True)
+    per_replica = FLAGS.train_batch_size // replicas
+    trainer.train(
+        lambda context, step: input_pipeline.parse_and_batch(
+            input_pipeline.record_dataset(
+                [train_file], True, FLAGS.seed, context,
+                skip_records=step * per_replica), spec, per_replica),
+        FLAGS.train_batch_size)
+
+  if FLAGS.do_predict:
+    eval_file = os.path.join(FLAGS.output_dir, "eval.tf_record")
+    logging.info("***** Running predictions *****")
+    features = write_features(eval_examples, tokenizer, eval_file, False)
+    logging.info("  Batch size = %d", FLAGS.predict_batch_size)
+    results = predict(strategy, trainer, task, eval_file, len(features))
+    if trainer.chief:
+      write_outputs(predict_data, eval_examples, features, results)
+
+
+if __name__ == "__main__":
+  flags.mark_flags_as_required(["vocab_file", "bert_config_file",
+                                "output_dir"])
+  errors.run(main)
