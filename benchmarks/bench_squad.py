@@ -1,0 +1,232 @@
+"""SQuAD: feature conversion and fine-tuning, ours vs tf-models-official.
+
+Part 1 (features/s): reading a SQuAD file and turning it into windowed
+features (seq 384, stride 128, question 64), our runner_lib.squad_data with
+our FullTokenizer against Model Garden's squad_lib with its own FullTokenizer
+(its whole pipeline, as its users run it). Records are not written. The two
+sides must give the same number of features.
+
+Part 2 (examples/s): one fine-tuning step at seq 384, our SquadTask through
+training.Trainer against Model Garden's BertSpanLabeler on its BertEncoder,
+the same span loss and AdamW with clipping on both sides, one fixed batch.
+
+Runs alternate; medians and the ratios are printed.
+
+  .venv/bin/python benchmarks/bench_squad.py [--part=all|features|finetune]
+      [--repeats=3] [--small] [--batch_size=4] [--jit_compile]
+"""
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from official.nlp import optimization as mg_optimization
+from official.nlp.data import squad_lib
+from official.nlp.modeling import models
+from official.nlp.tools import tokenization as mg_tokenization
+
+import modeling
+from runner_lib import squad
+from runner_lib import squad_data
+from runner_lib import training
+from tests import reference
+import tokenization
+
+FLAGS = flags.FLAGS
+DATA = os.path.join(os.path.dirname(REPO), "shared", "data")
+flags.DEFINE_enum("part", "all", ["all", "features", "finetune"],
+                  "Which comparison to run.")
+flags.DEFINE_integer("repeats", 3, "Timed runs per side.")
+flags.DEFINE_string("squad_dir", os.path.join(DATA, "squad"),
+                    "Folder holding the SQuAD dev files.")
+flags.DEFINE_string("vocab_file",
+                    os.path.join(DATA, "vocab", "uncased_vocab.txt"),
+                    "WordPiece vocab (uncased).")
+flags.DEFINE_integer("max_seq_length", 384, "Sequence length.")
+flags.DEFINE_integer("doc_stride", 128, "Window stride over the context.")
+flags.DEFINE_integer("max_query_length", 64, "Question WordPieces kept.")
+flags.DEFINE_bool("small", False,
+                  "L=4 H=256 A=4 I=1024, batch 16, instead of BERT-Base.")
+flags.DEFINE_integer("batch_size", None,
+                     "Fine-tuning batch (default 4; 16 with --small).")
+flags.DEFINE_bool("jit_compile", False, "XLA on both sides (fine-tuning).")
+
+# (file name, version_2_with_negative); both converted in prediction mode.
+SQUAD_FILES = (("dev-v1.1.subset-Super_Bowl_50.json", False),
+               ("dev-v2.0.cs224n-half.json", True))
+
+
+def convert_ours(path, version_2):
+  """Our reading and conversion; returns the features' input_ids."""
+  # A new FullTokenizer per run: its word cache starts empty, and its
+  # batch_tokenize builds a new GraphTokenizer and a new tf.function, so
+  # the tracing happens again in every run (as in every run_squad.py
+  # process). It is timed: it is part of what a user pays.
+  tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, do_lower_case=True)
+  ids = []
+  start = time.perf_counter()
+  examples, _ = squad_data.read_squad_examples(path, False, version_2)
+  count = squad_data.convert_examples_to_features(
+      examples, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride,
+      FLAGS.max_query_length, False, lambda f: ids.append(f.input_ids))
+  seconds = time.perf_counter() - start
+  assert count == len(ids), (count, len(ids))
+  return seconds, ids
+
+
+def convert_theirs(path, version_2):
+  """squad_lib's reading and conversion with its own tokenizer."""
+  tokenizer = mg_tokenization.FullTokenizer(FLAGS.vocab_file, True)
+  ids = []
+
+  def output_fn(feature, is_padding=False):
+    if not is_padding:
+      ids.append(feature.input_ids)
+
+  start = time.perf_counter()
+  examples = squad_lib.read_squad_examples(path, False, version_2)
+  # batch_size=1: prediction mode pads the features to a whole number of
+  # batches, so with 1 it adds none (output_fn skips padding regardless).
+  squad_lib.convert_examples_to_features(
+      examples, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride,
+      FLAGS.max_query_length, False, output_fn, batch_size=1)
+  seconds = time.perf_counter() - start
+  return seconds, ids
+
+
+def bench_features():
+  """Part 1: features/s on each SQuAD file, both sides alternated."""
+  for path in (FLAGS.squad_dir, FLAGS.vocab_file):
+    if not os.path.exists(path):
+      print("features: skipped, %s is missing (set --squad_dir / "
+            "--vocab_file)" % os.path.abspath(path))
+      return
+  files = []
+  for name, version_2 in SQUAD_FILES:
+    path = os.path.join(FLAGS.squad_dir, name)
+    if os.path.exists(path):
+      files.append((name, version_2))
+    else:
+      print("features: skipped %s, %s is missing" %
+            (name, os.path.abspath(path)))
+  if not files:
+    return
+  runs = {"ours": convert_ours, "squad_lib": convert_theirs}
+  # Warm-up, untimed: the first tracing of TensorFlow Text ops, imports.
+  first = os.path.join(FLAGS.squad_dir, files[0][0])
+  for fn in runs.values():
+    fn(first, files[0][1])
+  for name, version_2 in files:
+    path = os.path.join(FLAGS.squad_dir, name)
+    times = {k: [] for k in runs}
+    outputs = {}
+    for _ in range(FLAGS.repeats):
+      for key, fn in runs.items():
+        seconds, ids = fn(path, version_2)
+        times[key].append(seconds)
+        outputs[key] = ids
+    count = len(outputs["ours"])
+    assert count == len(outputs["squad_lib"]), (
+        name, count, len(outputs["squad_lib"]))
+    same = sum(a == b for a, b in zip(outputs["ours"], outputs["squad_lib"]))
+    m = {k: statistics.median(v) for k, v in times.items()}
+    print("features %s seq=%d: ours %d features in %.2f s (%.0f features/s), "
+          "squad_lib %d features in %.2f s (%.0f features/s), "
+          "ratio ours/squad_lib = %.2f; identical input_ids %d/%d" %
+          (name, FLAGS.max_seq_length, count, m["ours"], count / m["ours"],
+           count, m["squad_lib"], count / m["squad_lib"],
+           m["squad_lib"] / m["ours"], same, count))
+
+
+def bench_finetune():
+  """Part 2: fine-tuning examples/s at seq 384, both sides alternated."""
+  fields = (dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                 intermediate_size=1024) if FLAGS.small else {})
+  config = modeling.BertConfig(vocab_size=30522, type_vocab_size=2, **fields)
+  batch_size = FLAGS.batch_size or (16 if FLAGS.small else 4)
+  seq_length = FLAGS.max_seq_length
+  rng = np.random.RandomState(0)
+  lengths = rng.randint(seq_length // 2, seq_length + 1, [batch_size])
+  mask = (np.arange(seq_length)[None] < lengths[:, None]).astype(np.int32)
+  query = rng.randint(8, 40, [batch_size])
+  starts = np.array([rng.randint(q + 2, n - 1)
+                     for q, n in zip(query, lengths)])
+  ends = np.minimum(starts + rng.randint(0, 10, [batch_size]), lengths - 2)
+  batch = {"input_ids": tf.constant(rng.randint(1000, 30000, mask.shape) *
+                                    mask, tf.int32),
+           "input_mask": tf.constant(mask),
+           "segment_ids": tf.constant((np.arange(seq_length)[None] >=
+                                       query[:, None] + 2) * mask, tf.int32),
+           "start_positions": tf.constant(starts, tf.int32),
+           "end_positions": tf.constant(ends, tf.int32),
+           "unique_ids": tf.constant(np.arange(batch_size) + 1000000000,
+                                     tf.int32)}
+
+  task = squad.SquadTask(config)
+  trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
+                             task.loss, tempfile.mkdtemp(), 3e-5, 10000, 100,
+                             jit_compile=FLAGS.jit_compile)
+  ours = tf.function(lambda: trainer.train_step(batch))
+
+  theirs_model = models.BertSpanLabeler(reference.model_garden_encoder(config))
+  optimizer = mg_optimization.AdamWeightDecay(
+      learning_rate=3e-5, weight_decay_rate=0.01, epsilon=1e-6,
+      exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"],
+      global_clipnorm=1.0)
+  inputs = {"input_word_ids": batch["input_ids"],
+            "input_mask": batch["input_mask"],
+            "input_type_ids": batch["segment_ids"]}
+
+  @tf.function(jit_compile=FLAGS.jit_compile)
+  def theirs():
+    with tf.GradientTape() as tape:
+      start_logits, end_logits = theirs_model(inputs, training=True)
+      loss = (squad.span_loss(start_logits, batch["start_positions"]) +
+              squad.span_loss(end_logits, batch["end_positions"])) / 2.0
+    variables = theirs_model.trainable_variables
+    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+    return loss
+
+  runs = {"ours": ours, "model_garden": theirs}
+  for fn in runs.values():
+    float(fn())
+    float(fn())
+  times = {k: [] for k in runs}
+  for _ in range(FLAGS.repeats):
+    for key, fn in runs.items():
+      start = time.perf_counter()
+      float(fn())
+      times[key].append(time.perf_counter() - start)
+  m = {k: statistics.median(v) for k, v in times.items()}
+  print("L=%d H=%d seq=%d batch=%d xla=%s: ours %.2f examples/s, "
+        "model_garden %.2f examples/s, ratio ours/model_garden = %.3f" %
+        (config.num_hidden_layers, config.hidden_size, seq_length, batch_size,
+         FLAGS.jit_compile, batch_size / m["ours"],
+         batch_size / m["model_garden"], m["model_garden"] / m["ours"]))
+
+
+def main(argv):
+  del argv
+  # Both converters log their first 20 features in full at INFO; keep that
+  # (and its terminal I/O) out of the output and the timings.
+  logging.set_verbosity(logging.WARNING)
+  if FLAGS.part in ("all", "features"):
+    bench_features()
+  if FLAGS.part in ("all", "finetune"):
+    bench_finetune()
+
+
+if __name__ == "__main__":
+  app.run(main)
