@@ -222,6 +222,9 @@ def main(argv):
   # Both converters log their first 20 features in full at INFO; keep that
   # (and its terminal I/O) out of the output and the timings.
   logging.set_verbosity(logging.WARNING)
+  # Each timed run builds a new tokenizer, hence a new tf.function: TF's
+  # "triggered tf.function retracing" warning is expected here.
+  tf.get_logger().setLevel("ERROR")
   if FLAGS.part in ("all", "features"):
     bench_features()
   if FLAGS.part in ("all", "finetune"):

@@ -54,7 +54,8 @@ def evaluate_v2(data, answers, null_odds=None, best_non_null=None):
     best_exact_thresh, best_f1, best_f1_thresh: the official threshold
     search over null_odds, run on best_non_null. Predicting with
     --null_score_diff_threshold=best_f1_thresh scores best_f1 (ties in the
-    odds aside).
+    odds aside; where answering nothing is best, the threshold is below
+    all odds rather than the official script's 0.0).
   """
   # No na_probs: score the answers as they are. (The official script,
   # given odds, also blanks answers whose odds exceed 1.0.)
@@ -64,6 +65,15 @@ def evaluate_v2(data, answers, null_odds=None, best_non_null=None):
                                      "NoAns")}
   if null_odds is not None and best_non_null is not None:
     search = squad_evaluate_v2_0.evaluate(data, best_non_null, null_odds)
-    for name in ("exact", "exact_thresh", "f1", "f1_thresh"):
+    # Where answering nothing scores best, the official search reports
+    # 0.0 (its start value, made for probabilities), which would answer
+    # every question with odds up to 0; a threshold below all odds is the
+    # one that answers nothing.
+    all_null = 100.0 * scores.get("NoAns_total", 0) / scores["total"]
+    for name in ("exact", "f1"):
       result["best_" + name] = search["final_" + name]
+      threshold = search["final_%s_thresh" % name]
+      if search["final_" + name] == all_null and null_odds:
+        threshold = min(null_odds.values()) - 1.0
+      result["best_%s_thresh" % name] = threshold
   return result

@@ -67,6 +67,19 @@ def test_v2_threshold_search_by_hand():
       scores["best_f1"])
 
 
+def test_v2_threshold_when_answering_nothing_is_best():
+  # Every answer is wrong: "all null" (2 of 4) stays best. The official
+  # search then reports 0.0, which would answer h1 and n2 (odds <= 0);
+  # the threshold reported is below every odds value instead.
+  best_non_null = {"h1": "Panthers", "h2": "Carolina", "n1": "Carolina",
+                   "n2": "Panthers"}
+  null_odds = {"h1": -5.0, "h2": 1.0, "n2": -1.0, "n1": 2.0}
+  scores = squad_evaluation.evaluate_v2(V2, {k: "" for k in best_non_null},
+                                        null_odds, best_non_null)
+  assert scores["best_f1"] == scores["best_exact"] == 50.0
+  assert scores["best_f1_thresh"] == scores["best_exact_thresh"] == -6.0
+
+
 def test_which_files_can_be_scored():
   assert squad_evaluation.is_labelled(V2)
   assert squad_evaluation.has_unanswerable(V2)
