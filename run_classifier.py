@@ -19,7 +19,6 @@ from absl import app
 from absl import flags
 from absl import logging
 import tensorflow as tf
-import tf_keras
 
 from runner_lib import classifier
 from runner_lib import classifier_data
@@ -30,7 +29,6 @@ from runner_lib import flags as runner_flags
 from runner_lib import input_pipeline
 from runner_lib import model_inputs
 from runner_lib import tfrecord
-from runner_lib import training
 
 FLAGS = flags.FLAGS
 
@@ -103,16 +101,11 @@ def main(argv):
     raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
   strategy = distribute.get_strategy(**runner_flags.tpu_flag_values())
   processor, config, tokenizer = check_flags()
-  tf_keras.utils.set_random_seed(FLAGS.seed)
-  if FLAGS.precision != "float32":
-    tf_keras.mixed_precision.set_global_policy("mixed_" + FLAGS.precision)
   task = classifier.ClassificationTask(config, processor.get_labels())
   task_name = FLAGS.task_name.lower()
-  replicas = strategy.num_replicas_in_sync
-  for name in ("train_batch_size", "eval_batch_size", "predict_batch_size"):
-    if FLAGS[name].value % replicas:
-      raise errors.InputError("--%s=%d must be a multiple of %d replicas." %
-                              (name, FLAGS[name].value, replicas))
+  per_replica = runner_flags.per_replica_batch("train_batch_size", strategy)
+  for name in ("eval_batch_size", "predict_batch_size"):
+    runner_flags.per_replica_batch(name, strategy)
 
   train_examples, num_train_steps, num_warmup_steps = None, 1, 0
   if FLAGS.do_train:
@@ -120,14 +113,8 @@ def main(argv):
     num_train_steps = max(1, int(len(train_examples) / FLAGS.train_batch_size
                                  * FLAGS.num_train_epochs))
     num_warmup_steps = int(num_train_steps * FLAGS.warmup_proportion)
-  tf.io.gfile.makedirs(FLAGS.output_dir)
-  trainer = training.Trainer(
-      strategy, task.build_model, task.loss, FLAGS.output_dir,
-      FLAGS.learning_rate, num_train_steps, num_warmup_steps,
-      FLAGS.iterations_per_loop, FLAGS.save_checkpoints_steps,
-      FLAGS.keep_checkpoint_max, FLAGS.use_xla,
-      FLAGS.gradient_accumulation_steps, FLAGS.optimizer,
-      loss_scaling=FLAGS.precision == "float16")
+  trainer = runner_flags.trainer_from_flags(strategy, task, num_train_steps,
+                                           num_warmup_steps)
   trainer.initialize(FLAGS.init_checkpoint, new_variables=NEW_VARIABLES)
 
   if FLAGS.do_train:
@@ -137,14 +124,10 @@ def main(argv):
     logging.info("  Num examples = %d", len(train_examples))
     logging.info("  Batch size = %d", FLAGS.train_batch_size)
     logging.info("  Num steps = %d", num_train_steps)
-    spec = classifier.name_to_features(FLAGS.max_seq_length, task.regression)
-    per_replica = FLAGS.train_batch_size // replicas
-    trainer.train(
-        lambda context, step: input_pipeline.parse_and_batch(
-            input_pipeline.record_dataset(
-                [train_file], True, FLAGS.seed, context,
-                skip_records=step * per_replica), spec, per_replica),
-        FLAGS.train_batch_size)
+    trainer.train(input_pipeline.training_dataset_fn(
+        [train_file],
+        classifier.name_to_features(FLAGS.max_seq_length, task.regression),
+        per_replica, FLAGS.seed), FLAGS.train_batch_size)
 
   if FLAGS.do_eval:
     eval_examples = processor.get_dev_examples(FLAGS.data_dir)

@@ -17,8 +17,6 @@ import os
 from absl import app
 from absl import flags
 from absl import logging
-import tensorflow as tf
-import tf_keras
 
 import modeling
 from runner_lib import distribute
@@ -28,7 +26,6 @@ from runner_lib import flags as runner_flags
 from runner_lib import input_pipeline
 from runner_lib import pretraining
 from runner_lib import text_input
-from runner_lib import training
 
 FLAGS = flags.FLAGS
 
@@ -98,38 +95,16 @@ def check_flags():
   return task, files
 
 
-def per_replica_batch(global_batch, strategy, name):
-  replicas = strategy.num_replicas_in_sync
-  per_replica = global_batch // replicas
-  if global_batch % replicas or per_replica % FLAGS.gradient_accumulation_steps:
-    raise errors.InputError(
-        "--%s=%d must split evenly over %d replicas and then into "
-        "--gradient_accumulation_steps=%d micro-batches." %
-        (name, global_batch, replicas, FLAGS.gradient_accumulation_steps))
-  return per_replica
-
-
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
   # First: multi-worker collectives must be set up before any TF op runs.
   strategy = distribute.get_strategy(**runner_flags.tpu_flag_values())
   task, files = check_flags()
-  tf_keras.utils.set_random_seed(FLAGS.seed)
-  if FLAGS.precision != "float32":
-    tf_keras.mixed_precision.set_global_policy("mixed_" + FLAGS.precision)
-  train_batch = per_replica_batch(FLAGS.train_batch_size, strategy,
-                                  "train_batch_size")
-  eval_batch = per_replica_batch(FLAGS.eval_batch_size, strategy,
-                                 "eval_batch_size")
-  tf.io.gfile.makedirs(FLAGS.output_dir)
-  trainer = training.Trainer(
-      strategy, task.build_model, task.loss, FLAGS.output_dir,
-      FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps,
-      FLAGS.iterations_per_loop, FLAGS.save_checkpoints_steps,
-      FLAGS.keep_checkpoint_max, FLAGS.use_xla,
-      FLAGS.gradient_accumulation_steps, FLAGS.optimizer,
-      loss_scaling=FLAGS.precision == "float16")
+  train_batch = runner_flags.per_replica_batch("train_batch_size", strategy)
+  eval_batch = runner_flags.per_replica_batch("eval_batch_size", strategy)
+  trainer = runner_flags.trainer_from_flags(
+      strategy, task, FLAGS.num_train_steps, FLAGS.num_warmup_steps)
   trainer.initialize(FLAGS.init_checkpoint)
   if FLAGS.do_train:
     logging.info("***** Running training *****")

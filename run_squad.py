@@ -24,7 +24,6 @@ from absl import app
 from absl import flags
 from absl import logging
 import tensorflow as tf
-import tf_keras
 
 from runner_lib import distribute
 from runner_lib import errors
@@ -37,7 +36,6 @@ from runner_lib import squad_data
 from runner_lib import squad_evaluation
 from runner_lib import squad_predictions
 from runner_lib import tfrecord
-from runner_lib import training
 
 FLAGS = flags.FLAGS
 
@@ -214,11 +212,8 @@ def main(argv):
     raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
   strategy = distribute.get_strategy(**runner_flags.tpu_flag_values())
   config, tokenizer = check_flags()
-  replicas = strategy.num_replicas_in_sync
-  for name in ("train_batch_size", "predict_batch_size"):
-    if FLAGS[name].value % replicas:
-      raise errors.InputError("--%s=%d must be a multiple of %d replicas." %
-                              (name, FLAGS[name].value, replicas))
+  per_replica = runner_flags.per_replica_batch("train_batch_size", strategy)
+  runner_flags.per_replica_batch("predict_batch_size", strategy)
   # Read (and check) both files before spending time on either.
   train_examples, num_train_steps, num_warmup_steps = None, 1, 0
   if FLAGS.do_train:
@@ -231,18 +226,9 @@ def main(argv):
   if FLAGS.do_predict:
     predict_data, eval_examples = read_examples(FLAGS.predict_file, False)
 
-  tf_keras.utils.set_random_seed(FLAGS.seed)
-  if FLAGS.precision != "float32":
-    tf_keras.mixed_precision.set_global_policy("mixed_" + FLAGS.precision)
-  tf.io.gfile.makedirs(FLAGS.output_dir)
   task = squad.SquadTask(config)
-  trainer = training.Trainer(
-      strategy, task.build_model, task.loss, FLAGS.output_dir,
-      FLAGS.learning_rate, num_train_steps, num_warmup_steps,
-      FLAGS.iterations_per_loop, FLAGS.save_checkpoints_steps,
-      FLAGS.keep_checkpoint_max, FLAGS.use_xla,
-      FLAGS.gradient_accumulation_steps, FLAGS.optimizer,
-      loss_scaling=FLAGS.precision == "float16")
+  trainer = runner_flags.trainer_from_flags(strategy, task, num_train_steps,
+                                           num_warmup_steps)
   trainer.initialize(FLAGS.init_checkpoint, new_variables=squad.NEW_VARIABLES)
 
   if FLAGS.do_train:
@@ -252,14 +238,9 @@ def main(argv):
     logging.info("  Batch size = %d", FLAGS.train_batch_size)
     logging.info("  Num steps = %d", num_train_steps)
     del train_examples
-    spec = squad.name_to_features(FLAGS.max_seq_length, True)
-    per_replica = FLAGS.train_batch_size // replicas
-    trainer.train(
-        lambda context, step: input_pipeline.parse_and_batch(
-            input_pipeline.record_dataset(
-                [train_file], True, FLAGS.seed, context,
-                skip_records=step * per_replica), spec, per_replica),
-        FLAGS.train_batch_size)
+    trainer.train(input_pipeline.training_dataset_fn(
+        [train_file], squad.name_to_features(FLAGS.max_seq_length, True),
+        per_replica, FLAGS.seed), FLAGS.train_batch_size)
 
   if FLAGS.do_predict:
     eval_file = os.path.join(FLAGS.output_dir, "eval.tf_record")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: the embedded default, end to end on a laptop's CPU, nothing
 # downloaded. Python's own documentation -> a WordPiece vocab ->
-# pre-training records -> pre-training a tiny BERT -> eval results.
+# pre-training records -> pre-training a tiny BERT -> fine-tuning it on
+# SQuAD-format questions about the same documentation -> eval results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=.venv/bin/python
@@ -9,10 +10,10 @@ OUT=${DEMO_OUTPUT:-demo/output}
 export TF_CPP_MIN_LOG_LEVEL=2
 mkdir -p "$OUT"
 
-echo "== 1/4 corpus: standard-library docstrings =="
+echo "== 1/5 corpus: standard-library docstrings =="
 $PYTHON demo/make_corpus.py "$OUT/corpus.txt"
 
-echo "== 2/4 vocab: learn_vocab.py =="
+echo "== 2/5 vocab: learn_vocab.py =="
 $PYTHON learn_vocab.py --input_file="$OUT/corpus.txt" \
   --output_file="$OUT/vocab.txt" --vocab_size=3000 --do_lower_case=True \
   --num_unused=10 --alsologtostderr=false 2>/dev/null
@@ -34,14 +35,14 @@ cat > "$OUT/bert_config.json" <<JSON
 }
 JSON
 
-echo "== 3/4 records: create_pretraining_data.py =="
+echo "== 3/5 records: create_pretraining_data.py =="
 $PYTHON create_pretraining_data.py --input_file="$OUT/corpus.txt" \
   --output_file="$OUT/tf_examples.tfrecord" --vocab_file="$OUT/vocab.txt" \
   --do_lower_case=True --max_seq_length=64 --max_predictions_per_seq=10 \
   --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=3 2>&1 \
   | grep "Wrote" || true
 
-echo "== 4/4 pre-training: run_pretraining.py =="
+echo "== 4/5 pre-training: run_pretraining.py =="
 rm -rf "$OUT/pretraining_output"
 $PYTHON run_pretraining.py --input_file="$OUT/tf_examples.tfrecord" \
   --output_dir="$OUT/pretraining_output" --do_train=True --do_eval=True \
@@ -51,5 +52,35 @@ $PYTHON run_pretraining.py --input_file="$OUT/tf_examples.tfrecord" \
   --iterations_per_loop=100 --max_eval_steps=50 2>&1 \
   | grep -E "step [0-9]+/|Saved" || true
 
-echo "== eval_results.txt =="
+echo "== pre-training eval_results.txt =="
 cat "$OUT/pretraining_output/eval_results.txt"
+
+echo "== 5/5 fine-tuning: run_squad.py on 'What does NAME return?' =="
+$PYTHON demo/make_squad.py "$OUT/squad_train.json" "$OUT/squad_dev.json"
+rm -rf "$OUT/squad_output"
+$PYTHON run_squad.py --vocab_file="$OUT/vocab.txt" \
+  --bert_config_file="$OUT/bert_config.json" \
+  --init_checkpoint="$OUT/pretraining_output/model.ckpt-1000" \
+  --do_train=True --train_file="$OUT/squad_train.json" \
+  --do_predict=True --predict_file="$OUT/squad_dev.json" \
+  --train_batch_size=16 --learning_rate=3e-4 --num_train_epochs=10 \
+  --max_seq_length=128 --doc_stride=64 --max_query_length=24 \
+  --save_checkpoints_steps=1000 --iterations_per_loop=50 \
+  --output_dir="$OUT/squad_output" 2>&1 | grep -E "step [0-9]+/" || true
+
+echo "== a dev question and the prediction =="
+$PYTHON - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+dev = json.load(open(out + "/squad_dev.json"))["data"]
+predictions = json.load(open(out + "/squad_output/predictions.json"))
+paragraph = dev[0]["paragraphs"][0]
+question = paragraph["qas"][0]
+print("context:   ", paragraph["context"])
+print("question:  ", question["question"])
+print("answer:    ", question["answers"][0]["text"])
+print("prediction:", predictions[question["id"]])
+PY
+
+echo "== fine-tuning eval_results.txt (SQuAD exact match and F1 on dev) =="
+cat "$OUT/squad_output/eval_results.txt"

@@ -1,6 +1,11 @@
 """Flag definitions shared by runners, each defined here once."""
 
 from absl import flags
+import tensorflow as tf
+import tf_keras
+
+from runner_lib import errors
+from runner_lib import training
 
 FLAGS = flags.FLAGS
 
@@ -111,3 +116,50 @@ def define_training_flags(with_eval=True):
                        "split into this many, gradients summed.")
   flags.DEFINE_integer("seed", 12345, "Seed of initialization, dropout and "
                        "input shuffling.")
+
+
+def per_replica_batch(name, strategy):
+  """The global batch size in flag `name` split over the replicas.
+
+  The training batch must further split into --gradient_accumulation_steps
+  micro-batches.
+
+  Raises:
+    errors.InputError: naming the flag, where it does not split evenly.
+  """
+  global_batch = FLAGS[name].value
+  replicas = strategy.num_replicas_in_sync
+  micro_batches = (FLAGS.gradient_accumulation_steps
+                   if name == "train_batch_size" else 1)
+  per_replica = global_batch // replicas
+  if global_batch % replicas or per_replica % micro_batches:
+    raise errors.InputError(
+        "--%s=%d must split evenly over %d replicas and then into %d "
+        "micro-batches (--gradient_accumulation_steps)." %
+        (name, global_batch, replicas, micro_batches))
+  return per_replica
+
+
+def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
+  """Seeds, sets the precision policy and builds the task's Trainer.
+
+  Args:
+    strategy: tf.distribute.Strategy.
+    task: an object with build_model() and loss(model, batch, training).
+    num_train_steps: int.
+    num_warmup_steps: int.
+
+  Returns:
+    training.Trainer on --output_dir (created), not yet initialized.
+  """
+  tf_keras.utils.set_random_seed(FLAGS.seed)
+  if FLAGS.precision != "float32":
+    tf_keras.mixed_precision.set_global_policy("mixed_" + FLAGS.precision)
+  tf.io.gfile.makedirs(FLAGS.output_dir)
+  return training.Trainer(
+      strategy, task.build_model, task.loss, FLAGS.output_dir,
+      FLAGS.learning_rate, num_train_steps, num_warmup_steps,
+      FLAGS.iterations_per_loop, FLAGS.save_checkpoints_steps,
+      FLAGS.keep_checkpoint_max, FLAGS.use_xla,
+      FLAGS.gradient_accumulation_steps, FLAGS.optimizer,
+      loss_scaling=FLAGS.precision == "float16")

@@ -124,3 +124,22 @@ def parse_and_batch(dataset, name_to_features, batch_size):
   dataset = dataset.batch(batch_size, drop_remainder=True)
   return dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
       tf.data.AUTOTUNE)
+
+
+def training_dataset_fn(files, name_to_features, per_replica_batch, seed):
+  """A Trainer.train dataset_fn over TFRecord files: each input pipeline's
+  shuffled, repeated, parsed batches, resuming past what was consumed.
+
+  Args:
+    files: list of str.
+    name_to_features: dict of FixedLenFeature.
+    per_replica_batch: int.
+    seed: int.
+
+  Returns:
+    function (input_context, step) -> tf.data.Dataset.
+  """
+  return lambda context, step: parse_and_batch(
+      record_dataset(files, True, seed, context,
+                     skip_records=step * per_replica_batch),
+      name_to_features, per_replica_batch)
