@@ -8,10 +8,8 @@ Runs alternate; medians and the ratio are printed.
 """
 
 import os
-import statistics
 import sys
 import tempfile
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -20,11 +18,11 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 import numpy as np
 import tensorflow as tf
-import tf_keras
 
 from official.nlp import optimization as mg_optimization
 from official.nlp.modeling import models
 
+from benchmarks import timing
 import modeling
 from runner_lib import classifier
 from runner_lib import training
@@ -79,17 +77,9 @@ def main(argv):
     optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
     return loss
 
-  runs = {"ours": ours, "model_garden": theirs}
-  for fn in runs.values():
-    float(fn())
-    float(fn())
-  times = {k: [] for k in runs}
-  for _ in range(FLAGS.repeats):
-    for key, fn in runs.items():
-      start = time.perf_counter()
-      float(fn())
-      times[key].append(time.perf_counter() - start)
-  m = {k: statistics.median(v) for k, v in times.items()}
+  m = timing.alternated_medians(
+      {"ours": lambda: float(ours()), "model_garden": lambda: float(theirs())},
+      FLAGS.repeats)
   print("L=%d H=%d seq=%d batch=%d xla=%s: ours %.1f examples/s, "
         "model_garden %.1f examples/s, ratio ours/model_garden = %.3f" %
         (config.num_hidden_layers, config.hidden_size, seq_length, batch_size,

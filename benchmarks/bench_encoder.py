@@ -8,9 +8,7 @@ models so machine noise hits both alike; medians and the ratio are printed.
 """
 
 import os
-import statistics
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -20,6 +18,7 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from benchmarks import timing
 import modeling
 from tests import reference
 
@@ -70,17 +69,9 @@ def bench_shape(name):
                   "input_type_ids": segments}, training=False)
     return out["sequence_output"], out["pooled_output"]
 
-  runs = {"ours": run_ours, "model_garden": run_theirs}
-  times = {k: [] for k in runs}
-  for fn in runs.values():  # trace and warm up
-    fn()[0].numpy()
-    fn()[0].numpy()
-  for _ in range(FLAGS.repeats):
-    for key, fn in runs.items():
-      start = time.perf_counter()
-      fn()[0].numpy()
-      times[key].append(time.perf_counter() - start)
-  medians = {k: statistics.median(v) for k, v in times.items()}
+  medians = timing.alternated_medians(
+      {"ours": lambda: run_ours()[0].numpy(),
+       "model_garden": lambda: run_theirs()[0].numpy()}, FLAGS.repeats)
   print("%-6s L=%d H=%d batch=%d seq=%d  ours %.1f ex/s  model_garden %.1f "
         "ex/s  ratio ours/model_garden = %.3f" %
         (name, config.num_hidden_layers, config.hidden_size, batch_size,

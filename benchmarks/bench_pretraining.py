@@ -11,10 +11,8 @@ ratio are printed, with and without XLA.
 """
 
 import os
-import statistics
 import sys
 import tempfile
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -30,6 +28,7 @@ from official.nlp import optimization as mg_optimization
 from official.nlp.modeling import layers as mg_layers
 from official.nlp.modeling import models
 
+from benchmarks import timing
 import modeling
 from runner_lib import pretraining
 from runner_lib import training
@@ -121,16 +120,9 @@ def bench(name, jit_compile):
   runs = {"ours": ours_step(config, batch, seq_length, predictions,
                             jit_compile),
           "model_garden": model_garden_step(config, batch, jit_compile)}
-  for fn in runs.values():
-    for _ in range(2):
-      float(fn())
-  times = {k: [] for k in runs}
-  for _ in range(FLAGS.repeats):
-    for key, fn in runs.items():
-      start = time.perf_counter()
-      float(fn())
-      times[key].append(time.perf_counter() - start)
-  medians = {k: statistics.median(v) for k, v in times.items()}
+  medians = timing.alternated_medians(
+      {k: (lambda fn=fn: float(fn())) for k, fn in runs.items()},
+      FLAGS.repeats)
   print("%-5s L=%d H=%d batch=%d seq=%d xla=%-5s ours %.2f steps/s  "
         "model_garden %.2f steps/s  ratio ours/model_garden = %.3f" %
         (name, config.num_hidden_layers, config.hidden_size, batch_size,

@@ -37,6 +37,7 @@ from official.nlp.data import squad_lib
 from official.nlp.modeling import models
 from official.nlp.tools import tokenization as mg_tokenization
 
+from benchmarks import timing
 import modeling
 from runner_lib import squad
 from runner_lib import squad_data
@@ -197,17 +198,9 @@ def bench_finetune():
     optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
     return loss
 
-  runs = {"ours": ours, "model_garden": theirs}
-  for fn in runs.values():
-    float(fn())
-    float(fn())
-  times = {k: [] for k in runs}
-  for _ in range(FLAGS.repeats):
-    for key, fn in runs.items():
-      start = time.perf_counter()
-      float(fn())
-      times[key].append(time.perf_counter() - start)
-  m = {k: statistics.median(v) for k, v in times.items()}
+  m = timing.alternated_medians(
+      {"ours": lambda: float(ours()), "model_garden": lambda: float(theirs())},
+      FLAGS.repeats)
   print("L=%d H=%d seq=%d batch=%d xla=%s: ours %.2f examples/s, "
         "model_garden %.2f examples/s, ratio ours/model_garden = %.3f" %
         (config.num_hidden_layers, config.hidden_size, seq_length, batch_size,

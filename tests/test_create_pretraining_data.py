@@ -3,8 +3,6 @@
 import collections
 import os
 import random
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,7 +12,7 @@ import tokenization
 from runner_lib import pretraining_data
 from runner_lib import pretraining_sharding
 from runner_lib import tfrecord
-from tests.conftest import REPO_ROOT
+from tests import conftest
 
 WORDS = ("the of and to in was he that it his for with as had on at by "
          "her not but from she be have an which you they were this my all "
@@ -208,10 +206,7 @@ def test_shards_end_at_document_boundaries():
 
 
 def run_script(args):
-  return subprocess.run(
-      [sys.executable, os.path.join(REPO_ROOT, "create_pretraining_data.py")] +
-      args, capture_output=True, text=True, timeout=300,
-      env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2"))
+  return conftest.run_script("create_pretraining_data.py", args, timeout=300)
 
 
 def test_script_round_robin_gzip(tmp_path):

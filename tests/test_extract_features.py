@@ -2,16 +2,14 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import extract_features
 import modeling
+from tests import conftest
 from tests import reference
-from tests.conftest import REPO_ROOT
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "jim", "henson", "was",
          "a", "puppet", "##eer", "who", "?", "the", "un", "##aff", "##able",
@@ -35,10 +33,8 @@ def model_dir(tmp_path):
 
 
 def run_script(args, cwd):
-  return subprocess.run(
-      [sys.executable, os.path.join(REPO_ROOT, "extract_features.py")] + args,
-      cwd=cwd, capture_output=True, text=True, timeout=300,
-      env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2"))
+  return conftest.run_script("extract_features.py", args, timeout=300,
+                             cwd=cwd)
 
 
 def flags_for(directory, tmp_path, **overrides):

@@ -1,19 +1,12 @@
 """learn_vocab.py: a usable WordPiece vocab from plain text."""
 
-import os
-import subprocess
-import sys
-
 import tokenization
+from tests import conftest
 from tests import stress_corpus
-from tests.conftest import REPO_ROOT
 
 
 def run_script(args):
-  return subprocess.run(
-      [sys.executable, os.path.join(REPO_ROOT, "learn_vocab.py")] + args,
-      capture_output=True, text=True, timeout=300,
-      env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2"))
+  return conftest.run_script("learn_vocab.py", args, timeout=300)
 
 
 def test_learned_vocab_is_usable(tmp_path):

@@ -1,16 +1,14 @@
 """run_classifier.py end to end: learns a task, predicts from an original-
 layout checkpoint, reports bad input."""
 
-import os
 import random
-import subprocess
-import sys
 
 import numpy as np
 
 import modeling
 from tests import reference
-from tests.conftest import REPO_ROOT
+from tests.conftest import read_results
+from tests.conftest import run_script
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "park", "yes", "no",
          "big", "red", "a", "is", "was"]
@@ -49,11 +47,7 @@ def mrpc_folder(directory, seed=0):
 
 
 def run(args):
-  return subprocess.run(
-      [sys.executable, os.path.join(REPO_ROOT, "run_classifier.py")] +
-      ["--%s=%s" % kv for kv in args.items()], capture_output=True,
-      text=True, timeout=600,
-      env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2"))
+  return run_script("run_classifier.py", args)
 
 
 def base_args(data, output_dir, **overrides):
@@ -67,11 +61,6 @@ def base_args(data, output_dir, **overrides):
           "save_checkpoints_steps": "1000", "strategy": "default"}
   args.update(overrides)
   return args
-
-
-def read_results(path):
-  return {k: float(v) for k, v in (line.strip().split(" = ")
-                                   for line in open(path))}
 
 
 def test_train_eval_predict_beats_majority(tmp_path):

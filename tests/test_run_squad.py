@@ -5,15 +5,14 @@ subsets; the v2.0 threshold it reports; bad input."""
 import collections
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import tensorflow as tf
 
 import modeling
 from tests import reference
-from tests.conftest import REPO_ROOT
+from tests.conftest import read_results
+from tests.conftest import run_script
 
 WORDS = ["the", "man", "went", "to", "store", "and", "bought", "a", "gallon",
          "of", "milk", "dog", "sat", "on", "mat", "what", "did", "he", "buy",
@@ -48,21 +47,12 @@ def small_squad(directory):
 
 
 def run(args):
-  return subprocess.run(
-      [sys.executable, os.path.join(REPO_ROOT, "run_squad.py")] +
-      ["--%s=%s" % kv for kv in args.items()], capture_output=True,
-      text=True, timeout=900,
-      env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2"))
+  return run_script("run_squad.py", args, timeout=900)
 
 
 def read_json(path):
   with open(path) as f:
     return json.load(f)
-
-
-def read_results(path):
-  return {k: float(v) for k, v in (line.strip().split(" = ")
-                                   for line in open(path))}
 
 
 def test_predictions_equal_an_independent_pipeline(tmp_path):

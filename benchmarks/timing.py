@@ -1,0 +1,29 @@
+"""Side-by-side timing on a shared, noisy machine: runs alternate, medians
+are compared."""
+
+import statistics
+import time
+
+
+def alternated_medians(runs, repeats, warmup=2):
+  """Median seconds per call of each function, calls alternated.
+
+  Args:
+    runs: dict name -> function of no arguments that blocks until its work
+      is done (e.g. ends with .numpy() or float()).
+    repeats: int, timed calls of each.
+    warmup: int, untimed calls of each first (tracing, caches).
+
+  Returns:
+    dict name -> median seconds.
+  """
+  for fn in runs.values():
+    for _ in range(warmup):
+      fn()
+  times = {name: [] for name in runs}
+  for _ in range(repeats):
+    for name, fn in runs.items():
+      start = time.perf_counter()
+      fn()
+      times[name].append(time.perf_counter() - start)
+  return {name: statistics.median(t) for name, t in times.items()}
