@@ -242,3 +242,44 @@ def test_bad_input_is_named_and_leaves_nothing(tmp_path):
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_squad2_training_records(tmp_path):
+  """Training with --version_2_with_negative: the train.tf_record windows
+  of an impossible question point at [CLS] and are marked; answerable
+  ones decode to their answer where the window holds it."""
+  data = small_squad(tmp_path / "data")
+  qas = [[{"id": "buy", "question": "What did he buy?",
+           "answers": [{"text": "a gallon of milk",
+                        "answer_start": CONTEXTS[0].index("a gallon")}],
+           "is_impossible": False},
+          {"id": "none", "question": "What did the dog buy?", "answers": [],
+           "is_impossible": True}],
+         [{"id": "sat", "question": "Who sat?",
+           "answers": [{"text": "dog", "answer_start": 2}],
+           "is_impossible": False}]]
+  (data / "train.json").write_text(json.dumps({"data": [{"paragraphs": [
+      {"context": c, "qas": q} for c, q in zip(CONTEXTS, qas)]}]}))
+  result = run({"vocab_file": data / "vocab.txt",
+                "bert_config_file": data / "bert_config.json",
+                "do_train": "true", "train_file": data / "train.json",
+                "version_2_with_negative": "true", "max_seq_length": 24,
+                "doc_stride": 6, "max_query_length": 8,
+                "train_batch_size": 2, "num_train_epochs": "2",
+                "output_dir": tmp_path / "out"})
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert (tmp_path / "out" / "model.ckpt-3.index").exists()  # int(3/2*2)
+  answers = {}
+  for record in tf.data.TFRecordDataset(str(tmp_path / "out" /
+                                            "train.tf_record")):
+    feature = tf.train.Example.FromString(record.numpy()).features.feature
+    value = lambda name: list(feature[name].int64_list.value)
+    tokens = [VOCAB[i] for i in value("input_ids")]
+    question = " ".join(tokens[1:tokens.index("[SEP]")])
+    start, end = value("start_positions")[0], value("end_positions")[0]
+    answers.setdefault(question, []).append(
+        (value("is_impossible")[0], " ".join(tokens[start:end + 1])))
+  assert set(answers["what did the dog buy ?"]) == {(1, "[CLS]")}
+  assert len(answers["what did the dog buy ?"]) > 1  # every window of the long context
+  assert (0, "a gallon of milk") in answers["what did he buy ?"]
+  assert answers["who sat ?"] == [(0, "dog")]
