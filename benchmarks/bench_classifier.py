@@ -19,9 +19,9 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
-from official.nlp import optimization as mg_optimization
 from official.nlp.modeling import models
 
+from benchmarks import model_garden
 from benchmarks import timing
 import modeling
 from runner_lib import classifier
@@ -60,22 +60,11 @@ def main(argv):
 
   theirs_model = models.BertClassifier(reference.model_garden_encoder(config),
                                        num_classes=2, dropout_rate=0.1)
-  optimizer = mg_optimization.AdamWeightDecay(
-      learning_rate=2e-5, weight_decay_rate=0.01, epsilon=1e-6,
-      exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"],
-      global_clipnorm=1.0)
-  inputs = {"input_word_ids": batch["input_ids"],
-            "input_mask": batch["input_mask"],
-            "input_type_ids": batch["segment_ids"]}
-
-  @tf.function(jit_compile=FLAGS.jit_compile)
-  def theirs():
-    with tf.GradientTape() as tape:
-      logits = theirs_model(inputs, training=True)
-      loss = tf.reduce_mean(task.per_example_loss(logits, batch["label_ids"]))
-    variables = theirs_model.trainable_variables
-    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-    return loss
+  theirs = model_garden.train_step(
+      theirs_model, batch,
+      lambda logits: tf.reduce_mean(
+          task.per_example_loss(logits, batch["label_ids"])),
+      2e-5, FLAGS.jit_compile)
 
   m = timing.alternated_medians(
       {"ours": lambda: float(ours()), "model_garden": lambda: float(theirs())},

@@ -24,10 +24,10 @@ import tensorflow as tf
 import tf_keras
 
 from official.modeling import tf_utils
-from official.nlp import optimization as mg_optimization
 from official.nlp.modeling import layers as mg_layers
 from official.nlp.modeling import models
 
+from benchmarks import model_garden
 from benchmarks import timing
 import modeling
 from runner_lib import pretraining
@@ -87,30 +87,17 @@ def model_garden_step(config, batch, jit_compile):
           inner_dim=config.hidden_size, num_classes=2, activation="tanh",
           name="next_sentence")])
   schedule = tf_keras.optimizers.schedules.PolynomialDecay(1e-4, 100000, 0.0)
-  optimizer = mg_optimization.AdamWeightDecay(
-      learning_rate=schedule, weight_decay_rate=0.01, epsilon=1e-6,
-      exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"],
-      global_clipnorm=1.0)
-  inputs = {"input_word_ids": batch["input_ids"],
-            "input_mask": batch["input_mask"],
-            "input_type_ids": batch["segment_ids"],
-            "masked_lm_positions": batch["masked_lm_positions"]}
 
-  @tf.function(jit_compile=jit_compile)
-  def step():
-    with tf.GradientTape() as tape:
-      outputs = model(inputs, training=True)
-      mlm, _ = pretraining.masked_lm_loss(outputs["mlm_logits"],
-                                          batch["masked_lm_ids"],
-                                          batch["masked_lm_weights"])
-      nsp, _ = pretraining.next_sentence_loss(outputs["next_sentence"],
-                                              batch["next_sentence_labels"])
-      loss = mlm + nsp
-    grads = tape.gradient(loss, model.trainable_variables)
-    optimizer.apply_gradients(zip(grads, model.trainable_variables))
-    return loss
+  def loss(outputs):
+    mlm, _ = pretraining.masked_lm_loss(outputs["mlm_logits"],
+                                        batch["masked_lm_ids"],
+                                        batch["masked_lm_weights"])
+    nsp, _ = pretraining.next_sentence_loss(outputs["next_sentence"],
+                                            batch["next_sentence_labels"])
+    return mlm + nsp
 
-  return step
+  return model_garden.train_step(model, batch, loss, schedule, jit_compile,
+                                 extra_inputs=("masked_lm_positions",))
 
 
 def bench(name, jit_compile):

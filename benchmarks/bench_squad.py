@@ -32,11 +32,11 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from official.nlp import optimization as mg_optimization
 from official.nlp.data import squad_lib
 from official.nlp.modeling import models
 from official.nlp.tools import tokenization as mg_tokenization
 
+from benchmarks import model_garden
 from benchmarks import timing
 import modeling
 from runner_lib import squad
@@ -180,23 +180,11 @@ def bench_finetune():
   ours = tf.function(lambda: trainer.train_step(batch))
 
   theirs_model = models.BertSpanLabeler(reference.model_garden_encoder(config))
-  optimizer = mg_optimization.AdamWeightDecay(
-      learning_rate=3e-5, weight_decay_rate=0.01, epsilon=1e-6,
-      exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"],
-      global_clipnorm=1.0)
-  inputs = {"input_word_ids": batch["input_ids"],
-            "input_mask": batch["input_mask"],
-            "input_type_ids": batch["segment_ids"]}
-
-  @tf.function(jit_compile=FLAGS.jit_compile)
-  def theirs():
-    with tf.GradientTape() as tape:
-      start_logits, end_logits = theirs_model(inputs, training=True)
-      loss = (squad.span_loss(start_logits, batch["start_positions"]) +
-              squad.span_loss(end_logits, batch["end_positions"])) / 2.0
-    variables = theirs_model.trainable_variables
-    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-    return loss
+  theirs = model_garden.train_step(
+      theirs_model, batch,
+      lambda logits: (squad.span_loss(logits[0], batch["start_positions"]) +
+                      squad.span_loss(logits[1], batch["end_positions"])) / 2,
+      3e-5, FLAGS.jit_compile)
 
   m = timing.alternated_medians(
       {"ours": lambda: float(ours()), "model_garden": lambda: float(theirs())},

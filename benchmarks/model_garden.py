@@ -1,0 +1,45 @@
+"""The tf-models-official side of the training benchmarks: its AdamW with
+the original's settings, and one training step of one of its models."""
+
+import tensorflow as tf
+
+from official.nlp import optimization as mg_optimization
+
+
+def train_step(model, batch, loss_fn, learning_rate, jit_compile,
+               extra_inputs=()):
+  """A tf.function running one step of `model` on a fixed batch.
+
+  Args:
+    model: a Model Garden Keras model taking input_word_ids, input_mask,
+      input_type_ids (plus extra_inputs).
+    batch: dict of Tensors in our names (input_ids, input_mask,
+      segment_ids, ...).
+    loss_fn: function (model outputs) -> scalar loss.
+    learning_rate: float or a Keras schedule.
+    jit_compile: bool, XLA.
+    extra_inputs: names in batch passed to the model unchanged.
+
+  Returns:
+    function () -> loss Tensor, one AdamW update (weight decay 0.01 off
+    LayerNorm and biases, epsilon 1e-6, global norm clipped to 1, as the
+    original) per call.
+  """
+  optimizer = mg_optimization.AdamWeightDecay(
+      learning_rate=learning_rate, weight_decay_rate=0.01, epsilon=1e-6,
+      exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"],
+      global_clipnorm=1.0)
+  inputs = {"input_word_ids": batch["input_ids"],
+            "input_mask": batch["input_mask"],
+            "input_type_ids": batch["segment_ids"]}
+  inputs.update({name: batch[name] for name in extra_inputs})
+
+  @tf.function(jit_compile=jit_compile)
+  def step():
+    with tf.GradientTape() as tape:
+      loss = loss_fn(model(inputs, training=True))
+    variables = model.trainable_variables
+    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+    return loss
+
+  return step
