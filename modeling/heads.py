@@ -63,7 +63,29 @@ class MaskedLMHead(keras.layers.Layer):
     return tf.nn.bias_add(logits, tf.cast(self.output_bias, logits.dtype))
 
 
-class NextSentenceHead(keras.layers.Layer):
+class OutputLayer(keras.layers.Layer):
+  """The original's task layers: output_weights [num_outputs, H] (stored
+  transposed, so logits use the transpose) and output_bias [num_outputs]."""
+
+  def __init__(self, num_outputs, hidden_size, initializer_range, name,
+               **kwargs):
+    """Args: num_outputs: int; hidden_size: int H; initializer_range:
+    float, stddev of the truncated-normal initializer; name: Keras name."""
+    super().__init__(name=name, **kwargs)
+    self.output_weights = self.add_weight(
+        "output_weights", shape=[num_outputs, hidden_size],
+        initializer=layers.create_initializer(initializer_range))
+    self.output_bias = self.add_weight(
+        "output_bias", shape=[num_outputs], initializer="zeros")
+
+  def logits(self, hidden):
+    """Maps float [..., H] to float [..., num_outputs]."""
+    weights = tf.cast(self.output_weights, hidden.dtype)
+    logits = tf.matmul(hidden, weights, transpose_b=True)
+    return tf.nn.bias_add(logits, tf.cast(self.output_bias, logits.dtype))
+
+
+class NextSentenceHead(OutputLayer):
   """Scope cls/seq_relationship: is B the real next segment? (0 = yes)."""
 
   def __init__(self, hidden_size, initializer_range, name="seq_relationship",
@@ -76,19 +98,11 @@ class NextSentenceHead(keras.layers.Layer):
       name: Keras name.
       **kwargs: passed to keras.layers.Layer.
     """
-    super().__init__(name=name, **kwargs)
-    # Stored [2, H] like the original, so logits use the transpose.
-    self.output_weights = self.add_weight(
-        "output_weights", shape=[2, hidden_size],
-        initializer=layers.create_initializer(initializer_range))
-    self.output_bias = self.add_weight(
-        "output_bias", shape=[2], initializer="zeros")
+    super().__init__(2, hidden_size, initializer_range, name, **kwargs)
 
   def call(self, pooled_output):
     """Maps pooled [B, H] to float [B, 2] logits."""
-    weights = tf.cast(self.output_weights, pooled_output.dtype)
-    logits = tf.matmul(pooled_output, weights, transpose_b=True)
-    return tf.nn.bias_add(logits, tf.cast(self.output_bias, logits.dtype))
+    return self.logits(pooled_output)
 
 
 class BertPretrainer(keras.Model):
@@ -144,7 +158,7 @@ class BertPretrainer(keras.Model):
     return outputs
 
 
-class ClassifierHead(keras.layers.Layer):
+class ClassifierHead(OutputLayer):
   """The original run_classifier layer: dropout 0.1, then output_weights
   [num_labels, H] and output_bias [num_labels] at the checkpoint's root."""
 
@@ -152,21 +166,13 @@ class ClassifierHead(keras.layers.Layer):
                **kwargs):
     """Args: num_labels: int (1 for regression); hidden_size: int H;
     seed: int, of the dropout masks."""
-    super().__init__(name=name, **kwargs)
+    super().__init__(num_labels, hidden_size, 0.02, name, **kwargs)
     # A fixed 0.1 in the original, not the config's hidden_dropout_prob.
     self.dropout = layers.Dropout(0.1, seed)
-    self.output_weights = self.add_weight(
-        "output_weights", shape=[num_labels, hidden_size],
-        initializer=layers.create_initializer(0.02))
-    self.output_bias = self.add_weight(
-        "output_bias", shape=[num_labels], initializer="zeros")
 
   def call(self, pooled_output, training=None):
     """Maps pooled [B, H] to float [B, num_labels] logits."""
-    pooled_output = self.dropout(pooled_output, training=training)
-    weights = tf.cast(self.output_weights, pooled_output.dtype)
-    logits = tf.matmul(pooled_output, weights, transpose_b=True)
-    return tf.nn.bias_add(logits, tf.cast(self.output_bias, logits.dtype))
+    return self.logits(self.dropout(pooled_output, training=training))
 
 
 class BertClassifier(keras.Model):
@@ -197,7 +203,7 @@ class BertClassifier(keras.Model):
     return self.classifier(pooled, training=training)
 
 
-class SquadHead(keras.layers.Layer):
+class SquadHead(OutputLayer):
   """The original run_squad layer, scope cls/squad: one start and one end
   vector (output_weights [2, H], output_bias [2]) scored against every
   position of the sequence output. No dropout, as the original."""
@@ -207,18 +213,11 @@ class SquadHead(keras.layers.Layer):
     """Args: hidden_size: int H; initializer_range: float, stddev of the
     truncated-normal initializer (0.02 in the original, whatever the
     config says)."""
-    super().__init__(name=name, **kwargs)
-    self.output_weights = self.add_weight(
-        "output_weights", shape=[2, hidden_size],
-        initializer=layers.create_initializer(initializer_range))
-    self.output_bias = self.add_weight(
-        "output_bias", shape=[2], initializer="zeros")
+    super().__init__(2, hidden_size, initializer_range, name, **kwargs)
 
   def call(self, sequence_output):
     """Maps float [B, T, H] to (start_logits, end_logits), each [B, T]."""
-    weights = tf.cast(self.output_weights, sequence_output.dtype)
-    logits = tf.matmul(sequence_output, weights, transpose_b=True)
-    logits = tf.nn.bias_add(logits, tf.cast(self.output_bias, logits.dtype))
+    logits = self.logits(sequence_output)
     return logits[:, :, 0], logits[:, :, 1]
 
 
