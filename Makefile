@@ -2,7 +2,7 @@
 PYTHON := .venv/bin/python
 VENV_STAMP := .venv/.installed
 
-.PHONY: setup test demo benchmark
+.PHONY: setup test test-fast demo benchmark
 
 setup: $(VENV_STAMP)
 
@@ -14,6 +14,10 @@ $(VENV_STAMP): requirements.txt
 
 test: $(VENV_STAMP)
 	$(PYTHON) -m pytest
+
+# The quick loop: everything but the tests marked slow (end-to-end runs).
+test-fast: $(VENV_STAMP)
+	$(PYTHON) -m pytest -m "not slow"
 
 demo: $(VENV_STAMP)
 	bash demo/run_demo.sh

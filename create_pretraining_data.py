@@ -11,7 +11,7 @@ original's records, record for record:
 Input: one sentence per line, a blank line between documents. With
 --num_workers=N > 1 the corpus is cut into shards processed on N cores and
 streamed to the outputs without holding the corpus in memory (see
-runner_lib/pretraining_sharding.py): the same statistics, not the same
+runner_lib/pretraining/sharding.py): the same statistics, not the same
 records.
 """
 
@@ -19,16 +19,15 @@ import os
 import random
 import time
 
-from absl import app
 from absl import flags
 from absl import logging
 import tensorflow as tf
 
-from runner_lib import errors
-from runner_lib import pretraining_data
-from runner_lib import pretraining_sharding
-from runner_lib import text_input
-from runner_lib import tfrecord
+from runner_lib.core import errors
+from runner_lib.core import text_input
+from runner_lib.core import tfrecord
+from runner_lib.pretraining import data as pretraining_data
+from runner_lib.pretraining import sharding
 import tokenization
 
 FLAGS = flags.FLAGS
@@ -107,9 +106,7 @@ def check_flags():
       FLAGS.max_predictions_per_seq, FLAGS.do_whole_word_mask)
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
+def main(_):
   options = check_flags()
   try:
     tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file,
@@ -138,7 +135,7 @@ def main(argv):
           random.Random(FLAGS.random_seed),
           spill_directory=os.path.dirname(os.path.abspath(output_files[0])))
     else:
-      records = pretraining_sharding.sharded_records(
+      records = sharding.sharded_records(
           lines, total_bytes, FLAGS.num_workers, FLAGS.vocab_file,
           FLAGS.do_lower_case, options, FLAGS.dupe_factor, FLAGS.random_seed)
     for record in records:

@@ -8,13 +8,12 @@ BasicTokenizer makes, and prints the vocab_size to put in bert_config.json:
     --vocab_size=30522 --do_lower_case=True --num_unused=99
 """
 
-from absl import app
 from absl import flags
 from absl import logging
 
-from runner_lib import errors
-from runner_lib import fileio
-from runner_lib import text_input
+from runner_lib.core import errors
+from runner_lib.core import fileio
+from runner_lib.core import text_input
 from tokenization import vocab_learning
 
 FLAGS = flags.FLAGS
@@ -37,9 +36,7 @@ flags.DEFINE_integer("max_unique_chars", 1000,
                      "Alphabet cap; words with rarer characters are dropped.")
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
+def main(_):
   if FLAGS.vocab_size <= len(vocab_learning.reserved_tokens(FLAGS.num_unused)):
     raise errors.InputError(
         "--vocab_size=%d leaves no room beside %d reserved tokens." %

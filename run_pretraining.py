@@ -14,18 +14,17 @@ Run again with the same output_dir to resume from its latest checkpoint.
 
 import os
 
-from absl import app
 from absl import flags
 from absl import logging
 
 import modeling
-from runner_lib import distribute
-from runner_lib import errors
-from runner_lib import fileio
-from runner_lib import flags as runner_flags
-from runner_lib import input_pipeline
-from runner_lib import pretraining
-from runner_lib import text_input
+from runner_lib.core import distribute
+from runner_lib.core import errors
+from runner_lib.core import fileio
+from runner_lib.core import flags as runner_flags
+from runner_lib.core import input_pipeline
+from runner_lib.core import text_input
+from runner_lib.pretraining import task as pretraining_task
 
 FLAGS = flags.FLAGS
 
@@ -54,7 +53,7 @@ flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
 runner_flags.define_tpu_flags()
 
 # Optional, new here.
-flags.DEFINE_enum("objective", "mlm_nsp", list(pretraining.OBJECTIVES),
+flags.DEFINE_enum("objective", "mlm_nsp", list(pretraining_task.OBJECTIVES),
                   "mlm_nsp: the original. mlm: masked LM only (the paper's "
                   "No NSP ablation). ltr: left-to-right LM with causal "
                   "attention, no NSP (the paper's LTR & No NSP).")
@@ -71,20 +70,16 @@ def check_flags():
         "--max_seq_length=%d exceeds max_position_embeddings=%d of %s." %
         (FLAGS.max_seq_length, config.max_position_embeddings,
          FLAGS.bert_config_file))
-  for name in ("train_batch_size", "eval_batch_size", "num_train_steps",
-               "save_checkpoints_steps", "iterations_per_loop",
-               "max_eval_steps", "gradient_accumulation_steps"):
-    if FLAGS[name].value < 1:
-      raise errors.InputError("--%s must be at least 1, got %d." %
-                              (name, FLAGS[name].value))
+  runner_flags.check_positive(runner_flags.POSITIVE_TRAINING_FLAGS +
+                              ("num_train_steps", "max_eval_steps"))
   if FLAGS.num_warmup_steps < 0:
     raise errors.InputError("--num_warmup_steps must be >= 0.")
   files = text_input.expand_globs(FLAGS.input_file)
-  task = pretraining.PretrainingTask(config, FLAGS.max_seq_length,
-                                     FLAGS.max_predictions_per_seq,
-                                     FLAGS.objective)
+  task = pretraining_task.PretrainingTask(config, FLAGS.max_seq_length,
+                                          FLAGS.max_predictions_per_seq,
+                                          FLAGS.objective)
   input_pipeline.check_record_files(
-      files, task.name_to_features,
+      files, task.name_to_features(True),
       {"input_ids": "max_seq_length", "input_mask": "max_seq_length",
        "segment_ids": "max_seq_length",
        "masked_lm_positions": "max_predictions_per_seq",
@@ -95,9 +90,7 @@ def check_flags():
   return task, files
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
+def main(_):
   # First: multi-worker collectives must be set up before any TF op runs.
   strategy = distribute.get_strategy(**runner_flags.tpu_flag_values())
   task, files = check_flags()
@@ -109,16 +102,15 @@ def main(argv):
   if FLAGS.do_train:
     logging.info("***** Running training *****")
     logging.info("  Batch size = %d", FLAGS.train_batch_size)
-    trainer.train(
-        lambda context, step: task.dataset(files, train_batch, True,
-                                           FLAGS.seed, context, step),
-        FLAGS.train_batch_size)
+    trainer.train(input_pipeline.training_dataset_fn(
+        files, task.name_to_features(True), train_batch, FLAGS.seed),
+                  FLAGS.train_batch_size)
   if FLAGS.do_eval:
     logging.info("***** Running evaluation *****")
     logging.info("  Batch size = %d", FLAGS.eval_batch_size)
     results = trainer.evaluate(
-        lambda context: task.dataset(files, eval_batch, False, FLAGS.seed,
-                                     context),
+        input_pipeline.eval_dataset_fn(files, task.name_to_features(False),
+                                       eval_batch),
         task.metrics, FLAGS.max_eval_steps)
     results["global_step"] = trainer.step
     if trainer.chief:

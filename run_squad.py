@@ -20,27 +20,27 @@ and the scores it gives).
 import os
 import random
 
-from absl import app
 from absl import flags
 from absl import logging
-import tensorflow as tf
 
-from runner_lib import distribute
-from runner_lib import errors
-from runner_lib import fileio
-from runner_lib import flags as runner_flags
-from runner_lib import input_pipeline
-from runner_lib import model_inputs
-from runner_lib import squad
-from runner_lib import squad_data
-from runner_lib import squad_evaluation
-from runner_lib import squad_predictions
-from runner_lib import tfrecord
+from runner_lib.core import distribute
+from runner_lib.core import errors
+from runner_lib.core import fileio
+from runner_lib.core import flags as runner_flags
+from runner_lib.core import input_pipeline
+from runner_lib.core import model_inputs
+from runner_lib.core import optimization
+from runner_lib.core import predict
+from runner_lib.squad import data
+from runner_lib.squad import evaluation
+from runner_lib.squad import features
+from runner_lib.squad import predictions
+from runner_lib.squad import task as squad_task
 
 FLAGS = flags.FLAGS
 
 runner_flags.define_model_flags(max_seq_length=384)
-runner_flags.define_training_flags(with_eval=False)
+runner_flags.define_finetuning_flags(modes=("train", "predict"))
 flags.DEFINE_string("train_file", None,
                     "SQuAD json for training. E.g., train-v1.1.json")
 flags.DEFINE_string(
@@ -54,15 +54,6 @@ flags.DEFINE_integer(
     "max_query_length", 64,
     "The maximum number of tokens for the question. Questions longer than "
     "this will be truncated to this length.")
-flags.DEFINE_bool("do_predict", False, "Whether to run eval on the dev set.")
-flags.DEFINE_integer("predict_batch_size", 8,
-                     "Total batch size for predictions.")
-flags.DEFINE_float("num_train_epochs", 3.0,
-                   "Total number of training epochs to perform.")
-flags.DEFINE_float(
-    "warmup_proportion", 0.1,
-    "Proportion of training to perform linear learning rate warmup for. "
-    "E.g., 0.1 = 10% of training.")
 flags.DEFINE_integer(
     "n_best_size", 20,
     "The total number of n-best predictions to generate in the "
@@ -102,6 +93,7 @@ def check_flags():
   if FLAGS.do_predict and not FLAGS.predict_file:
     raise errors.InputError(
         "If `do_predict` is True, then `predict_file` must be specified.")
+  runner_flags.check_positive(runner_flags.POSITIVE_TRAINING_FLAGS)
   config, tokenizer = model_inputs.load_config_and_tokenizer(
       FLAGS.bert_config_file, FLAGS.vocab_file, FLAGS.do_lower_case,
       FLAGS.init_checkpoint, FLAGS.max_seq_length)
@@ -110,106 +102,41 @@ def check_flags():
         "The max_seq_length (%d) must be greater than max_query_length "
         "(%d) + 3: [CLS] question [SEP] context [SEP] leaves no room for "
         "the context." % (FLAGS.max_seq_length, FLAGS.max_query_length))
-  for name in ("doc_stride", "max_query_length", "n_best_size",
-               "max_answer_length"):
-    if FLAGS[name].value < 1:
-      raise errors.InputError("--%s=%d must be at least 1." %
-                              (name, FLAGS[name].value))
+  runner_flags.check_positive(("doc_stride", "max_query_length",
+                               "n_best_size", "max_answer_length"))
   return config, tokenizer
 
 
-def read_examples(path, is_training):
-  """(the file's data list, its SquadExamples)."""
-  data = squad_data.read_squad_json(path)
-  examples, _ = squad_data.read_squad_examples(
-      path, is_training, FLAGS.version_2_with_negative, data)
+def read_examples(path, is_training, version_2_with_negative):
+  """(the file's data list, its SquadExamples).
+
+  Raises:
+    errors.InputError: see data.read_squad_examples; or no usable question.
+  """
+  squad_json = data.read_squad_json(path)
+  examples, _ = data.read_squad_examples(path, is_training,
+                                         version_2_with_negative, squad_json)
   if not examples:
     raise errors.InputError("%s holds no usable questions." % path)
-  return data, examples
+  return squad_json, examples
 
 
-def write_features(examples, tokenizer, path, is_training):
-  """Converts examples and writes their records to path (atomically).
-
-  Returns:
-    list of squad_data.InputFeatures (empty in training, where only the
-    records are needed and the features could be many).
-  """
-  kept = []
-  with tfrecord.RoundRobinWriter([path]) as writer:
-
-    def output_fn(feature):
-      writer.write(squad.serialize(feature, is_training))
-      if not is_training:
-        kept.append(feature)
-
-    count = squad_data.convert_examples_to_features(
-        examples, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride,
-        FLAGS.max_query_length, is_training, output_fn)
-  logging.info("  Num orig examples = %d", len(examples))
-  logging.info("  Num split examples = %d", count)
-  return kept
-
-
-def predict(strategy, trainer, task, path, num_features):
+def predict_features(strategy, model, task, path, batch_size):
   """Start and end logits of every feature in the records at path.
 
   Returns:
-    list of squad_predictions.RawResult.
+    list of predictions.RawResult, in file order.
   """
-  batch_size = FLAGS.predict_batch_size
-  dataset = tf.data.TFRecordDataset(path)
-  padding = -num_features % batch_size
-  if padding:
-    dataset = dataset.concatenate(tf.data.Dataset.from_tensors(
-        squad.padding_record(FLAGS.max_seq_length)).repeat(padding))
-  dataset = input_pipeline.parse_and_batch(
-      dataset, squad.name_to_features(FLAGS.max_seq_length, False),
-      batch_size)
-  outputs = distribute.predict_all(
-      strategy, lambda batch: task.predict(trainer.model, batch), dataset)
-  return [squad_predictions.RawResult(int(unique_id), start, end)
+  outputs = predict.predict_records(
+      strategy, lambda batch: task.predict(model, batch), path,
+      task.name_to_features(False), batch_size)
+  return [predictions.RawResult(int(unique_id), start, end)
           for unique_id, start, end in zip(outputs["unique_ids"],
                                            outputs["start_logits"],
-                                           outputs["end_logits"])
-          if unique_id]
+                                           outputs["end_logits"])]
 
 
-def write_outputs(data, examples, features, results):
-  """The original's prediction files, and eval_results.txt for a dev set."""
-  predictions = squad_predictions.compute_predictions(
-      examples, features, results, FLAGS.n_best_size,
-      FLAGS.max_answer_length, FLAGS.do_lower_case,
-      FLAGS.version_2_with_negative, FLAGS.null_score_diff_threshold,
-      FLAGS.verbose_logging)
-  output = lambda name: os.path.join(FLAGS.output_dir, name)
-  logging.info("Writing predictions to: %s", output("predictions.json"))
-  squad_predictions.write_json(output("predictions.json"),
-                               predictions.answers)
-  squad_predictions.write_json(output("nbest_predictions.json"),
-                               predictions.nbest)
-  if FLAGS.version_2_with_negative:
-    squad_predictions.write_json(output("null_odds.json"),
-                                 predictions.null_odds)
-  if not squad_evaluation.is_labelled(data):
-    logging.info("%s has no answers to score against: no evaluation.",
-                 FLAGS.predict_file)
-    return
-  if FLAGS.version_2_with_negative:
-    results = squad_evaluation.evaluate_v2(
-        data, predictions.answers, predictions.null_odds,
-        predictions.best_non_null)
-  elif squad_evaluation.has_unanswerable(data):
-    results = squad_evaluation.evaluate_v2(data, predictions.answers)
-  else:
-    results = squad_evaluation.evaluate_v1(data, predictions.answers)
-  logging.info("***** Eval results *****")
-  fileio.write_eval_results(output("eval_results.txt"), results)
-
-
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
+def main(_):
   strategy = distribute.get_strategy(**runner_flags.tpu_flag_values())
   config, tokenizer = check_flags()
   per_replica = runner_flags.per_replica_batch("train_batch_size", strategy)
@@ -217,39 +144,62 @@ def main(argv):
   # Read (and check) both files before spending time on either.
   train_examples, num_train_steps, num_warmup_steps = None, 1, 0
   if FLAGS.do_train:
-    _, train_examples = read_examples(FLAGS.train_file, True)
-    num_train_steps = max(1, int(len(train_examples) / FLAGS.train_batch_size
-                                 * FLAGS.num_train_epochs))
-    num_warmup_steps = int(num_train_steps * FLAGS.warmup_proportion)
+    _, train_examples = read_examples(FLAGS.train_file, True,
+                                      FLAGS.version_2_with_negative)
+    num_train_steps, num_warmup_steps = optimization.finetuning_steps(
+        len(train_examples), FLAGS.train_batch_size, FLAGS.num_train_epochs,
+        FLAGS.warmup_proportion)
     # The original's pre-shuffle, so records are not in paragraph order.
     random.Random(TRAIN_SHUFFLE_SEED).shuffle(train_examples)
   if FLAGS.do_predict:
-    predict_data, eval_examples = read_examples(FLAGS.predict_file, False)
+    predict_data, eval_examples = read_examples(
+        FLAGS.predict_file, False, FLAGS.version_2_with_negative)
 
-  task = squad.SquadTask(config)
+  task = squad_task.SquadTask(config, FLAGS.max_seq_length)
   trainer = runner_flags.trainer_from_flags(strategy, task, num_train_steps,
                                            num_warmup_steps)
-  trainer.initialize(FLAGS.init_checkpoint, new_variables=squad.NEW_VARIABLES)
+  trainer.initialize(FLAGS.init_checkpoint, new_variables=task.new_variables)
 
   if FLAGS.do_train:
     train_file = os.path.join(FLAGS.output_dir, "train.tf_record")
     logging.info("***** Running training *****")
-    write_features(train_examples, tokenizer, train_file, True)
+    features.write_features(train_examples, tokenizer, FLAGS.max_seq_length,
+                            FLAGS.doc_stride, FLAGS.max_query_length, True,
+                            train_file)
     logging.info("  Batch size = %d", FLAGS.train_batch_size)
     logging.info("  Num steps = %d", num_train_steps)
     del train_examples
     trainer.train(input_pipeline.training_dataset_fn(
-        [train_file], squad.name_to_features(FLAGS.max_seq_length, True),
-        per_replica, FLAGS.seed), FLAGS.train_batch_size)
+        [train_file], task.name_to_features(True), per_replica, FLAGS.seed),
+                  FLAGS.train_batch_size)
 
   if FLAGS.do_predict:
     eval_file = os.path.join(FLAGS.output_dir, "eval.tf_record")
     logging.info("***** Running predictions *****")
-    features = write_features(eval_examples, tokenizer, eval_file, False)
+    eval_features = features.write_features(
+        eval_examples, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride,
+        FLAGS.max_query_length, False, eval_file)
     logging.info("  Batch size = %d", FLAGS.predict_batch_size)
-    results = predict(strategy, trainer, task, eval_file, len(features))
-    if trainer.chief:
-      write_outputs(predict_data, eval_examples, features, results)
+    results = predict_features(strategy, trainer.model, task, eval_file,
+                               FLAGS.predict_batch_size)
+    if not trainer.chief:
+      return
+    answers = predictions.compute_predictions(
+        eval_examples, eval_features, results, FLAGS.n_best_size,
+        FLAGS.max_answer_length, FLAGS.do_lower_case,
+        FLAGS.version_2_with_negative, FLAGS.null_score_diff_threshold,
+        FLAGS.verbose_logging)
+    predictions.write_predictions(FLAGS.output_dir, answers,
+                                  FLAGS.version_2_with_negative)
+    scores = evaluation.evaluate(predict_data, answers,
+                                 FLAGS.version_2_with_negative)
+    if scores is None:
+      logging.info("%s has no answers to score against: no evaluation.",
+                    FLAGS.predict_file)
+    else:
+      logging.info("***** Eval results *****")
+      fileio.write_eval_results(
+          os.path.join(FLAGS.output_dir, "eval_results.txt"), scores)
 
 
 if __name__ == "__main__":

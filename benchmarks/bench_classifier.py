@@ -24,8 +24,8 @@ from official.nlp.modeling import models
 from benchmarks import model_garden
 from benchmarks import timing
 import modeling
-from runner_lib import classifier
-from runner_lib import training
+from runner_lib.classifier import task as classifier
+from runner_lib.core import training
 from tests import reference
 
 FLAGS = flags.FLAGS
@@ -52,7 +52,7 @@ def main(argv):
            "label_ids": tf.constant(rng.randint(0, 2, [batch_size]),
                                     tf.int32)}
 
-  task = classifier.ClassificationTask(config, ["0", "1"])
+  task = classifier.ClassificationTask(config, seq_length, ["0", "1"])
   trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
                              task.loss, tempfile.mkdtemp(), 2e-5, 10000, 100,
                              jit_compile=FLAGS.jit_compile)

@@ -26,8 +26,8 @@ import tensorflow as tf
 import tf_keras
 
 import modeling
-from runner_lib import pretraining
-from runner_lib import training
+from runner_lib.core import training
+from runner_lib.pretraining import task as pretraining
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("shapes", "base-128,base-512,large-128,large-512",

@@ -30,8 +30,8 @@ from official.nlp.modeling import models
 from benchmarks import model_garden
 from benchmarks import timing
 import modeling
-from runner_lib import pretraining
-from runner_lib import training
+from runner_lib.core import training
+from runner_lib.pretraining import task as pretraining
 from tests import reference
 
 FLAGS = flags.FLAGS

@@ -1,7 +1,7 @@
 """SQuAD: feature conversion and fine-tuning, ours vs tf-models-official.
 
 Part 1 (features/s): reading a SQuAD file and turning it into windowed
-features (seq 384, stride 128, question 64), our runner_lib.squad_data with
+features (seq 384, stride 128, question 64), our runner_lib.squad with
 our FullTokenizer against Model Garden's squad_lib with its own FullTokenizer
 (its whole pipeline, as its users run it). Records are not written. The two
 sides must give the same number of features.
@@ -39,9 +39,10 @@ from official.nlp.tools import tokenization as mg_tokenization
 from benchmarks import model_garden
 from benchmarks import timing
 import modeling
-from runner_lib import squad
-from runner_lib import squad_data
-from runner_lib import training
+from runner_lib.core import training
+from runner_lib.squad import data as squad_data
+from runner_lib.squad import features as squad_features
+from runner_lib.squad import task as squad
 from tests import reference
 import tokenization
 
@@ -77,7 +78,7 @@ def convert_ours(path, version_2):
   ids = []
   start = time.perf_counter()
   examples, _ = squad_data.read_squad_examples(path, False, version_2)
-  count = squad_data.convert_examples_to_features(
+  count = squad_features.convert_examples_to_features(
       examples, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride,
       FLAGS.max_query_length, False, lambda f: ids.append(f.input_ids))
   seconds = time.perf_counter() - start
@@ -173,7 +174,7 @@ def bench_finetune():
            "unique_ids": tf.constant(np.arange(batch_size) + 1000000000,
                                      tf.int32)}
 
-  task = squad.SquadTask(config)
+  task = squad.SquadTask(config, seq_length)
   trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
                              task.loss, tempfile.mkdtemp(), 3e-5, 10000, 100,
                              jit_compile=FLAGS.jit_compile)

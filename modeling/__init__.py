@@ -1,21 +1,24 @@
-"""BERT model: config, Keras layers, BertModel, heads, checkpoint I/O."""
+"""BERT model: config, Keras layers, BertModel, heads, task models,
+checkpoint I/O."""
 
 from modeling.bert_model import BertModel
 from modeling.checkpoint import CheckpointError
 from modeling.checkpoint import dropout_state_variables
+from modeling.checkpoint import head_variable_names
 from modeling.checkpoint import load_checkpoint
 from modeling.checkpoint import resolve_checkpoint_path
 from modeling.checkpoint import save_checkpoint
 from modeling.checkpoint import save_variables
+from modeling.checkpoint import unmapped_variables
 from modeling.checkpoint import variable_map
+from modeling.classifier import BertClassifier
 from modeling.config import BertConfig
 from modeling.config import ConfigError
-from modeling.heads import BertClassifier
-from modeling.heads import BertPretrainer
-from modeling.heads import BertSquadModel
 from modeling.heads import ClassifierHead
 from modeling.heads import MaskedLMHead
 from modeling.heads import NextSentenceHead
 from modeling.heads import SquadHead
 from modeling.layers import gelu
 from modeling.layers import get_activation
+from modeling.pretrainer import BertPretrainer
+from modeling.squad_model import BertSquadModel

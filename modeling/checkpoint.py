@@ -14,6 +14,7 @@ from absl import logging
 import tensorflow as tf
 
 from modeling import bert_model
+from modeling import heads
 from modeling import layers
 
 # (original name, attribute path from BertModel).
@@ -48,30 +49,31 @@ ENCODER_LAYER_VARIABLES = (
     ("output/LayerNorm/beta", "output_layer_norm.beta"),
 )
 
-# Heads, by the attribute a task model holds them under:
-# (original name, path from the head layer).
-HEAD_VARIABLES = {
-    "masked_lm": (
+# Each head class's variables: (original name, path from the head layer).
+# The order is the checkpoint map's (and the optimizer's) order. A new task's
+# head gets one entry here.
+HEAD_VARIABLES = collections.OrderedDict([
+    (heads.MaskedLMHead, (
         ("cls/predictions/transform/dense/kernel", "transform.kernel"),
         ("cls/predictions/transform/dense/bias", "transform.bias"),
         ("cls/predictions/transform/LayerNorm/gamma", "layer_norm.gamma"),
         ("cls/predictions/transform/LayerNorm/beta", "layer_norm.beta"),
         ("cls/predictions/output_bias", "output_bias"),
-    ),
-    "next_sentence": (
+    )),
+    (heads.NextSentenceHead, (
         ("cls/seq_relationship/output_weights", "output_weights"),
         ("cls/seq_relationship/output_bias", "output_bias"),
-    ),
+    )),
     # run_classifier.py created these at the root scope.
-    "classifier": (
+    (heads.ClassifierHead, (
         ("output_weights", "output_weights"),
         ("output_bias", "output_bias"),
-    ),
-    "squad": (
+    )),
+    (heads.SquadHead, (
         ("cls/squad/output_weights", "output_weights"),
         ("cls/squad/output_bias", "output_bias"),
-    ),
-}
+    )),
+])
 
 
 class CheckpointError(ValueError):
@@ -84,18 +86,54 @@ def _resolve(obj, path):
   return obj
 
 
+def head_variable_names(head_class):
+  """The original names of a head class's variables, e.g. ("output_weights",
+  "output_bias") for heads.ClassifierHead: what a fine-tuning run adds to a
+  pre-trained checkpoint."""
+  return tuple(name for name, _ in HEAD_VARIABLES[head_class])
+
+
+def _head_class(layer):
+  """The HEAD_VARIABLES key a layer is an instance of, or None."""
+  return next((c for c in type(layer).__mro__ if c in HEAD_VARIABLES), None)
+
+
+def _heads(model, bert):
+  """dict head class -> the model's one layer of that class.
+
+  Raises:
+    CheckpointError: two heads of one class (their names would collide).
+  """
+  found = {}
+  for layer in model.submodules:
+    head_class = _head_class(layer)
+    if head_class is None or layer is found.get(head_class):
+      continue
+    if head_class in found:
+      raise CheckpointError(
+          "%s holds two %s layers (%s, %s); their variables would share the "
+          "checkpoint names %s." % (model.name, head_class.__name__,
+                                    found[head_class].name, layer.name,
+                                    ", ".join(head_variable_names(
+                                        head_class))))
+    found[head_class] = layer
+  return found if model is not bert else {}
+
+
 def variable_map(model):
   """Maps each original checkpoint name to the model's variable.
 
   Args:
     model: a BertModel, or a Keras model holding one as `.bert` and heads
-      under the attribute names of HEAD_VARIABLES.
+      of the classes in HEAD_VARIABLES (anywhere among its layers).
 
   Returns:
-    OrderedDict str -> tf.Variable, in the original's order.
+    OrderedDict str -> tf.Variable, in the original's order: BertModel's,
+    then each head's in HEAD_VARIABLES order.
 
   Raises:
     TypeError: the model holds no BertModel.
+    CheckpointError: the model holds two heads of one class.
   """
   bert = model if isinstance(model, bert_model.BertModel) else getattr(
       model, "bert", None)
@@ -110,12 +148,25 @@ def variable_map(model):
           bert, "encoder_layers.%d.%s" % (n, path))
   for name, path in BERT_VARIABLES[5:]:
     names[name] = _resolve(bert, path)
-  for attribute, entries in HEAD_VARIABLES.items():
-    head = getattr(model, attribute, None) if model is not bert else None
-    if head is not None:
+  model_heads = _heads(model, bert)
+  for head_class, entries in HEAD_VARIABLES.items():
+    if head_class in model_heads:
       for name, path in entries:
-        names[name] = _resolve(head, path)
+        names[name] = _resolve(model_heads[head_class], path)
   return names
+
+
+def unmapped_variables(model):
+  """The model's trainable variables that no checkpoint name covers.
+
+  Such a variable would be trained but never saved, restored or loaded: a
+  layer added to a task model without a HEAD_VARIABLES entry.
+
+  Returns:
+    list of str, the variables' Keras names, in the model's order.
+  """
+  mapped = {id(v) for v in variable_map(model).values()}
+  return [v.name for v in model.trainable_variables if id(v) not in mapped]
 
 
 def dropout_state_variables(model):

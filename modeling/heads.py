@@ -1,9 +1,14 @@
-"""Pre-training heads (scope cls/) and the model that joins them to BERT."""
+"""Head layers: what each task puts on top of BertModel.
+
+A head is a Keras layer holding the task's new weights under the original's
+names (modeling/checkpoint.py maps each head class to them). The task models
+that join a BertModel to its heads are beside this file: pretrainer.py,
+classifier.py, squad_model.py.
+"""
 
 import tensorflow as tf
 import tf_keras as keras
 
-from modeling import bert_model
 from modeling import layers
 
 
@@ -105,59 +110,6 @@ class NextSentenceHead(OutputLayer):
     return self.logits(pooled_output)
 
 
-class BertPretrainer(keras.Model):
-  """BertModel plus the masked-LM and next-sentence heads."""
-
-  def __init__(self, config, use_one_hot_embeddings=False, seed=None,
-               causal_attention=False, next_sentence=True, name="pretrainer",
-               **kwargs):
-    """Creates the model and all its weights.
-
-    Args:
-      config: a BertConfig.
-      use_one_hot_embeddings: bool, passed to BertModel.
-      seed: int or None, passed to BertModel.
-      causal_attention: bool, passed to BertModel.
-      next_sentence: bool, whether to have the next-sentence head.
-      name: Keras name.
-      **kwargs: passed to keras.Model.
-    """
-    super().__init__(name=name, **kwargs)
-    self.config = config
-    self.bert = bert_model.BertModel(config, use_one_hot_embeddings, seed,
-                                     causal_attention)
-    self.masked_lm = MaskedLMHead(self.bert.embedding_table, config.hidden_act,
-                                  config.initializer_range)
-    self.next_sentence = None
-    if next_sentence:
-      self.next_sentence = NextSentenceHead(config.hidden_size,
-                                            config.initializer_range)
-    self.call({"input_ids": tf.zeros([1, 1], tf.int32),
-               "masked_lm_positions": tf.zeros([1, 1], tf.int32)},
-              training=False)
-
-  def call(self, inputs, training=None):
-    """Runs BERT and both heads.
-
-    Args:
-      inputs: dict with BertModel's keys plus "masked_lm_positions",
-        int [B, P].
-      training: bool, whether dropout is active.
-
-    Returns:
-      dict with BertModel's outputs plus
-        "masked_lm_logits": float [B, P, V];
-        "next_sentence_logits": float [B, 2], if the model has the head.
-    """
-    outputs = dict(self.bert(inputs, training=training))
-    outputs["masked_lm_logits"] = self.masked_lm(
-        outputs["sequence_output"], inputs["masked_lm_positions"])
-    if self.next_sentence is not None:
-      outputs["next_sentence_logits"] = self.next_sentence(
-          outputs["pooled_output"])
-    return outputs
-
-
 class ClassifierHead(OutputLayer):
   """The original run_classifier layer: dropout 0.1, then output_weights
   [num_labels, H] and output_bias [num_labels] at the checkpoint's root."""
@@ -173,34 +125,6 @@ class ClassifierHead(OutputLayer):
   def call(self, pooled_output, training=None):
     """Maps pooled [B, H] to float [B, num_labels] logits."""
     return self.logits(self.dropout(pooled_output, training=training))
-
-
-class BertClassifier(keras.Model):
-  """BertModel plus the classification layer on the pooled output."""
-
-  def __init__(self, config, num_labels, use_one_hot_embeddings=False,
-               seed=None, name="classifier_model", **kwargs):
-    """Creates the model and all its weights.
-
-    Args:
-      config: a BertConfig.
-      num_labels: int, classes (1: a regression score).
-      use_one_hot_embeddings: bool, passed to BertModel.
-      seed: int or None, passed to BertModel.
-      name: Keras name.
-      **kwargs: passed to keras.Model.
-    """
-    super().__init__(name=name, **kwargs)
-    self.config = config
-    self.bert = bert_model.BertModel(config, use_one_hot_embeddings, seed)
-    self.classifier = ClassifierHead(num_labels, config.hidden_size,
-                                     seed=(seed or 0) + 7919)
-    self.call({"input_ids": tf.zeros([1, 1], tf.int32)}, training=False)
-
-  def call(self, inputs, training=None):
-    """Returns float [B, num_labels] logits for BertModel's inputs."""
-    pooled = self.bert(inputs, training=training)["pooled_output"]
-    return self.classifier(pooled, training=training)
 
 
 class SquadHead(OutputLayer):
@@ -219,30 +143,3 @@ class SquadHead(OutputLayer):
     """Maps float [B, T, H] to (start_logits, end_logits), each [B, T]."""
     logits = self.logits(sequence_output)
     return logits[:, :, 0], logits[:, :, 1]
-
-
-class BertSquadModel(keras.Model):
-  """BertModel plus the SQuAD span layer on the sequence output."""
-
-  def __init__(self, config, use_one_hot_embeddings=False, seed=None,
-               name="squad_model", **kwargs):
-    """Creates the model and all its weights.
-
-    Args:
-      config: a BertConfig.
-      use_one_hot_embeddings: bool, passed to BertModel.
-      seed: int or None, passed to BertModel.
-      name: Keras name.
-      **kwargs: passed to keras.Model.
-    """
-    super().__init__(name=name, **kwargs)
-    self.config = config
-    self.bert = bert_model.BertModel(config, use_one_hot_embeddings, seed)
-    self.squad = SquadHead(config.hidden_size)
-    self.call({"input_ids": tf.zeros([1, 1], tf.int32)}, training=False)
-
-  def call(self, inputs, training=None):
-    """Returns (start_logits, end_logits), float [B, T] each, for
-    BertModel's inputs."""
-    sequence = self.bert(inputs, training=training)["sequence_output"]
-    return self.squad(sequence)

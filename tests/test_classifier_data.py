@@ -7,9 +7,9 @@ import re
 import numpy as np
 import pytest
 
-from runner_lib import classifier_data
-from runner_lib import errors
-from runner_lib import metrics
+from runner_lib.classifier import data as classifier_data
+from runner_lib.core import errors
+from runner_lib.core import metrics
 
 
 def write(path, text):

@@ -9,9 +9,9 @@ import pytest
 import tensorflow as tf
 
 import tokenization
-from runner_lib import pretraining_data
-from runner_lib import pretraining_sharding
-from runner_lib import tfrecord
+from runner_lib.core import tfrecord
+from runner_lib.pretraining import data as pretraining_data
+from runner_lib.pretraining import sharding as pretraining_sharding
 from tests import conftest
 
 WORDS = ("the of and to in was he that it his for with as had on at by "
@@ -59,7 +59,7 @@ def options(max_seq_length=64, wwm=False, max_predictions=10):
 
 
 def parse(records, max_seq_length, max_predictions):
-  spec = tfrecord.pretraining_features(max_seq_length, max_predictions)
+  spec = pretraining_data.pretraining_features(max_seq_length, max_predictions)
   parsed = tf.io.parse_example(list(records), spec)
   return {k: v.numpy() for k, v in parsed.items()}
 
@@ -174,6 +174,7 @@ def corpus_stats(features):
   }
 
 
+@pytest.mark.slow
 def test_parallel_mode_statistics_match_one_worker(tmp_path):
   vocab_file = write_vocab(tmp_path / "vocab.txt")
   corpus = synthetic_corpus(tmp_path / "c.txt", 400, seed=5)
@@ -209,6 +210,7 @@ def run_script(args):
   return conftest.run_script("create_pretraining_data.py", args, timeout=300)
 
 
+@pytest.mark.slow
 def test_script_round_robin_gzip(tmp_path):
   vocab_file = write_vocab(tmp_path / "vocab.txt")
   corpus = synthetic_corpus(tmp_path / "c.txt", 30)
@@ -238,6 +240,7 @@ def bad_run(tmp_path, **overrides):
   return run_script(["--%s=%s" % kv for kv in args.items()])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["no_match", "empty", "no_mask", "utf8",
                                   "unwritable"])
 def test_bad_input(tmp_path, case):
@@ -263,6 +266,7 @@ def test_bad_input(tmp_path, case):
   assert not (tmp_path / "out").exists() or not os.listdir(tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_skip_invalid_lines_and_low_prediction_cap_warning(tmp_path):
   (tmp_path / "bad.txt").write_bytes(
       b"the man was good.\ncaf\xe9 time.\nthe day was long.\n\n"

@@ -6,10 +6,13 @@ import os
 import subprocess
 import sys
 
-from runner_lib import squad_data
+import pytest
+
+from runner_lib.squad import data as squad_data
 from tests.conftest import REPO_ROOT
 
 
+@pytest.mark.slow
 def test_demo_questions_are_valid_squad(tmp_path):
   train, dev = str(tmp_path / "train.json"), str(tmp_path / "dev.json")
   subprocess.run([sys.executable, os.path.join(REPO_ROOT, "demo",

@@ -6,8 +6,10 @@ import os
 import numpy as np
 import pytest
 
-import extract_features
 import modeling
+from runner_lib.core import errors
+from runner_lib.extraction import data
+from runner_lib.extraction import jsonl
 from tests import conftest
 from tests import reference
 
@@ -52,6 +54,7 @@ def flags_for(directory, tmp_path, **overrides):
   return ["--%s=%s" % kv for kv in values.items()]
 
 
+@pytest.mark.slow
 def test_end_to_end_jsonl_matches_the_model(model_dir, tmp_path):
   directory, config, weights = model_dir
   (tmp_path / "input.txt").write_text(
@@ -105,9 +108,9 @@ def test_end_to_end_jsonl_matches_the_model(model_dir, tmp_path):
 
 
 def test_json_line_format_is_the_originals():
-  feature = extract_features.InputFeatures(7, ["[CLS]", "\u00e9"], [], [], [])
+  feature = data.InputFeatures(7, ["[CLS]", "\u00e9"], [], [], [])
   outputs = [np.array([[0.1234567, -2.0], [1e-7, 3.14159265]], np.float32)]
-  line = extract_features.to_json_line(feature, [-1], outputs)
+  line = jsonl.to_json_line(feature, [-1], outputs)
   assert line == (
       '{"linex_index": 7, "features": [{"token": "[CLS]", "layers": '
       '[{"index": -1, "values": [0.123457, -2.0]}]}, {"token": "\\u00e9", '
@@ -117,7 +120,7 @@ def test_json_line_format_is_the_originals():
 def test_pairs_are_split_on_the_delimiter(tmp_path):
   path = tmp_path / "in.txt"
   path.write_bytes(b"a b ||| c d\r\nno pair|||here\n\n")
-  examples = list(extract_features.read_examples(str(path)))
+  examples = list(data.read_examples(str(path)))
   assert [(e.unique_id, e.text_a, e.text_b) for e in examples] == [
       (0, "a b", "c d"), (1, "no pair|||here", None), (2, "", None)]
 
@@ -127,8 +130,8 @@ def test_pairs_are_split_on_the_delimiter(tmp_path):
     ("3", "layer 3 does not exist in a model with num_hidden_layers=3"),
     ("-4", "layer -4 does not exist")])
 def test_bad_layers(layers, message):
-  with pytest.raises(extract_features.errors.InputError, match=message):
-    extract_features.parse_layers(layers, 3)
+  with pytest.raises(errors.InputError, match=message):
+    data.parse_layers(layers, 3)
 
 
 def bad_run(model_dir, tmp_path, **overrides):
@@ -141,6 +144,7 @@ def bad_run(model_dir, tmp_path, **overrides):
   return result.stderr
 
 
+@pytest.mark.slow
 def test_vocab_larger_than_config_is_rejected(model_dir, tmp_path):
   directory = model_dir[0]
   (directory / "vocab.txt").write_text("\n".join(VOCAB + ["x%d" % i for i in
@@ -150,17 +154,20 @@ def test_vocab_larger_than_config_is_rejected(model_dir, tmp_path):
   assert "is 24" in stderr
 
 
+@pytest.mark.slow
 def test_max_seq_length_past_position_table(model_dir, tmp_path):
   stderr = bad_run(model_dir, tmp_path, max_seq_length="17")
   assert "--max_seq_length=17 exceeds max_position_embeddings=16" in stderr
 
 
+@pytest.mark.slow
 def test_missing_checkpoint(model_dir, tmp_path):
   stderr = bad_run(model_dir, tmp_path,
                    init_checkpoint=str(tmp_path / "none" / "bert_model.ckpt"))
   assert "Checkpoint not found: " in stderr and "none/bert_model.ckpt" in stderr
 
 
+@pytest.mark.slow
 def test_unreadable_config(model_dir, tmp_path):
   directory = model_dir[0]
   (directory / "bert_config.json").write_text("{not json")
@@ -168,6 +175,7 @@ def test_unreadable_config(model_dir, tmp_path):
   assert "bert_config.json is not valid JSON" in stderr
 
 
+@pytest.mark.slow
 def test_tpu_flag_without_use_tpu_is_rejected(model_dir, tmp_path):
   stderr = bad_run(model_dir, tmp_path, master="grpc://10.0.0.1:8470")
   assert "--master=grpc://10.0.0.1:8470 is only used with --use_tpu" in stderr

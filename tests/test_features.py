@@ -1,6 +1,6 @@
 """runner_lib.features: truncation and the [CLS] A [SEP] B [SEP] layout."""
 
-from runner_lib import features
+from runner_lib.core import packing as features
 
 
 def test_truncate_pops_from_the_longer_one_token_at_a_time():

@@ -1,8 +1,13 @@
 """learn_vocab.py: a usable WordPiece vocab from plain text."""
 
+import pytest
+
 import tokenization
 from tests import conftest
 from tests import stress_corpus
+
+# End-to-end script runs: left out of make test-fast.
+pytestmark = pytest.mark.slow
 
 
 def run_script(args):

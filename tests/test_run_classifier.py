@@ -4,11 +4,15 @@ layout checkpoint, reports bad input."""
 import random
 
 import numpy as np
+import pytest
 
 import modeling
 from tests import reference
 from tests.conftest import read_results
 from tests.conftest import run_script
+
+# End-to-end script runs: left out of make test-fast.
+pytestmark = pytest.mark.slow
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "park", "yes", "no",
          "big", "red", "a", "is", "was"]
@@ -126,4 +130,25 @@ def test_unknown_task_lists_the_known_ones(tmp_path):
                          do_train="true"))
   assert result.returncode != 0
   assert "Task not found: squad. Known tasks: cola, mnli" in result.stderr
+  assert not (tmp_path / "out").exists()
+
+
+def test_batch_size_below_one_is_named_before_any_work(tmp_path):
+  data = mrpc_folder(tmp_path / "mrpc")
+  result = run(base_args(data, tmp_path / "out", do_train="true",
+                         train_batch_size="0"))
+  assert result.returncode == 1
+  assert "--train_batch_size must be at least 1, got 0." in result.stderr
+  assert "Traceback" not in result.stderr
+  assert not (tmp_path / "out").exists()
+
+
+def test_stray_argument_is_a_usage_error(tmp_path):
+  data = mrpc_folder(tmp_path / "mrpc")
+  args = ["--%s=%s" % item
+          for item in base_args(data, tmp_path / "out").items()]
+  # "--do_train true": absl reads --do_train, and "true" is left over.
+  result = run(args + ["--do_train", "true"])
+  assert result.returncode == 1
+  assert "Unexpected arguments: true" in result.stderr
   assert not (tmp_path / "out").exists()

@@ -15,11 +15,14 @@ import tensorflow as tf
 
 import modeling
 import tokenization
-from runner_lib import pretraining_data
-from runner_lib import tfrecord
+from runner_lib.core import tfrecord
+from runner_lib.pretraining import data as pretraining_data
 from tests import reference
 from tests import test_create_pretraining_data as cpd
 from tests.conftest import REPO_ROOT
+
+# End-to-end script runs: left out of make test-fast.
+pytestmark = pytest.mark.slow
 
 CONFIG = dict(vocab_size=len(cpd.SPECIAL + cpd.WORDS + cpd.PIECES),
               hidden_size=32, num_hidden_layers=2, num_attention_heads=2,

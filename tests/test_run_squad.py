@@ -7,12 +7,16 @@ import json
 import os
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import modeling
 from tests import reference
 from tests.conftest import read_results
 from tests.conftest import run_script
+
+# End-to-end script runs: left out of make test-fast.
+pytestmark = pytest.mark.slow
 
 WORDS = ["the", "man", "went", "to", "store", "and", "bought", "a", "gallon",
          "of", "milk", "dog", "sat", "on", "mat", "what", "did", "he", "buy",

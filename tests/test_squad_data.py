@@ -9,9 +9,9 @@ import os
 import pytest
 import tensorflow as tf
 
-from runner_lib import errors
-from runner_lib import squad
-from runner_lib import squad_data
+from runner_lib.core import errors
+from runner_lib.squad import data as squad_data
+from runner_lib.squad import features as squad_features
 import tokenization
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "man", "went",
@@ -53,7 +53,7 @@ def qa(qid, question, answer=None, context=None, impossible=None):
 def convert(examples, tokenizer, max_seq_length, doc_stride,
             max_query_length=64, is_training=False):
   features = []
-  count = squad_data.convert_examples_to_features(
+  count = squad_features.convert_examples_to_features(
       examples, tokenizer, max_seq_length, doc_stride, max_query_length,
       is_training, features.append)
   assert count == len(features)
@@ -168,9 +168,9 @@ def test_impossible_questions_point_at_cls(tokenizer, tmp_path):
   assert len(impossible) == 4
   assert all((f.start_position, f.end_position, f.is_impossible) ==
              (0, 0, True) for f in impossible)
-  record = squad.serialize(impossible[0], True)
+  record = squad_features.serialize(impossible[0], True)
   parsed = tf.io.parse_single_example(record, dict(
-      squad.name_to_features(9, True),
+      squad_features.name_to_features(9, True),
       is_impossible=tf.io.FixedLenFeature([], tf.int64)))
   assert int(parsed["is_impossible"]) == 1
   assert parsed["input_ids"].numpy().tolist() == impossible[0].input_ids
@@ -181,7 +181,7 @@ def test_records_have_the_original_schema(tokenizer, tmp_path):
   path = squad_file(tmp_path, [(MILK, [qa("q1", "what", "milk", MILK)])])
   examples, _ = squad_data.read_squad_examples(path, True, False)
   feature = convert(examples, tokenizer, 9, 3, is_training=True)[-1]
-  example = tf.train.Example.FromString(squad.serialize(feature, True))
+  example = tf.train.Example.FromString(squad_features.serialize(feature, True))
   values = {k: list(v.int64_list.value)
             for k, v in example.features.feature.items()}
   assert values == {"unique_ids": [1000000003],
@@ -190,7 +190,8 @@ def test_records_have_the_original_schema(tokenizer, tmp_path):
                     "segment_ids": feature.segment_ids,
                     "start_positions": [5], "end_positions": [5],
                     "is_impossible": [0]}
-  example = tf.train.Example.FromString(squad.serialize(feature, False))
+  example = tf.train.Example.FromString(
+      squad_features.serialize(feature, False))
   assert sorted(example.features.feature) == ["input_ids", "input_mask",
                                               "segment_ids", "unique_ids"]
 
@@ -274,6 +275,7 @@ def first_answer_only(path, tmp_path):
   return str(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,is_training,v2", [
     ("dev-v1.1.subset-Super_Bowl_50.json", False, False),
     ("train-v1.1.subset-University_of_Notre_Dame.json", True, False),

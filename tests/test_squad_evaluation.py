@@ -3,7 +3,7 @@ hand-computed values, including the v2.0 threshold search."""
 
 import pytest
 
-from runner_lib import squad_evaluation
+from runner_lib.squad import evaluation as squad_evaluation
 
 
 def dataset(questions):

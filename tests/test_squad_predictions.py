@@ -9,8 +9,9 @@ import os
 import numpy as np
 import pytest
 
-from runner_lib import squad_data
-from runner_lib import squad_predictions
+from runner_lib.squad import data as squad_data
+from runner_lib.squad import features as squad_features
+from runner_lib.squad import predictions as squad_predictions
 
 NEG = -10.0
 
@@ -52,12 +53,12 @@ def broncos_example():
   example = squad_data.SquadExample("q1", "who won?",
                                     ["The", "Denver", "Broncos", "won."])
   query = ["[CLS]", "who", "won", "?", "[SEP]"]
-  first = squad_data.InputFeatures(
+  first = squad_features.InputFeatures(
       1000000000, 0, 0, query + ["the", "denver", "broncos", "won", ".",
                                  "[SEP]"],
       {5: 0, 6: 1, 7: 2, 8: 3, 9: 3}, {k: True for k in range(5, 10)},
       None, None, None)
-  second = squad_data.InputFeatures(
+  second = squad_features.InputFeatures(
       1000000001, 0, 1, query + ["denver", "broncos", "won", ".", "[SEP]"],
       {5: 1, 6: 2, 7: 3, 8: 3}, {k: True for k in range(5, 9)},
       None, None, None)
@@ -176,8 +177,8 @@ def test_identical_to_model_garden_on_a_real_file(shared_data, name, v2):
       os.path.join(shared_data, "squad", name), False, v2)
   examples = examples[:300]
   features = []
-  squad_data.convert_examples_to_features(examples, tokenizer, 96, 24, 32,
-                                          False, features.append)
+  squad_features.convert_examples_to_features(examples, tokenizer, 96, 24,
+                                              32, False, features.append)
   rng = np.random.RandomState(0)
   raw = [squad_predictions.RawResult(
       f.unique_id, (3 * rng.randn(96)).astype(np.float32).tolist(),

@@ -15,7 +15,7 @@ import tensorflow as tf
 from official.nlp.tools import tokenization as port
 
 import tokenization
-from runner_lib import features
+from runner_lib.core import packing as features
 from tests import stress_corpus
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -78,12 +78,14 @@ def test_stress_corpus_identity(corpus, stress_vocab_file, do_lower_case):
   assert len(set(flat)) > 1000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("do_lower_case", [True, False])
 def test_stress_corpus_identity_real_vocab(corpus, shared_data, do_lower_case):
   vocab_file = os.path.join(shared_data, "vocab", "uncased_vocab.txt")
   check_identity(vocab_file, corpus, do_lower_case)
 
 
+@pytest.mark.slow
 def test_real_text_identity(shared_data):
   vocab_file = os.path.join(shared_data, "vocab", "uncased_vocab.txt")
   with open(os.path.join(shared_data, "corpus", "wikitext2_test_pretrain.txt"),
@@ -233,6 +235,7 @@ def test_pair_truncation_closed_form_equals_the_loop():
       assert (len(ta), len(tb)) == (ga, gb), (a, b, budget)
 
 
+@pytest.mark.slow
 def test_preprocessor_in_saved_model(stress_vocab_file, tmp_path):
   layer = tokenization.BertPreprocessor(stress_vocab_file, True, 12)
 

@@ -6,9 +6,9 @@ import tensorflow as tf
 import tf_keras
 
 import modeling
-from runner_lib import optimization
-from runner_lib import pretraining
-from runner_lib import training
+from runner_lib.core import optimization
+from runner_lib.core import training
+from runner_lib.pretraining import task as pretraining
 from tests import reference
 from tests.test_modeling import tiny_config
 
@@ -89,6 +89,18 @@ def test_learning_rate_schedule(step, want):
 def test_schedule_without_warmup():
   got = optimization.learning_rate_at(tf.constant(25), 2e-5, 100, 0)
   np.testing.assert_allclose(float(got), 2e-5 * 0.75, rtol=1e-6)
+
+
+@pytest.mark.parametrize("examples, batch, epochs, warmup, want", [
+    # MRPC at the README's recipe: 3668 / 32 * 3 = 343.9 -> 343 steps.
+    (3668, 32, 3.0, 0.1, (343, 34)),
+    (100, 32, 1.0, 0.1, (3, 0)),
+    # Fewer examples than a batch still trains a step.
+    (10, 32, 1.0, 0.5, (1, 0)),
+])
+def test_finetuning_steps(examples, batch, epochs, warmup, want):
+  assert optimization.finetuning_steps(examples, batch, epochs,
+                                       warmup) == want
 
 
 def test_optimizer_matches_numpy_original_update():
@@ -172,6 +184,7 @@ def test_lamb_matches_model_gardens_lamb():
   assert "bert/x/kernel/lamb_m" in optimizer.slot_variables()
 
 
+@pytest.mark.slow
 def test_loss_scaling_skips_overflowing_steps(tmp_path):
   config = tiny_config()
   task = pretraining.PretrainingTask(config, 8, 2)

@@ -1,7 +1,7 @@
 """Loading and cross-checking a model's config, vocab and sequence length."""
 
 import modeling
-from runner_lib import errors
+from runner_lib.core import errors
 import tokenization
 
 

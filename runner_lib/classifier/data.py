@@ -13,7 +13,7 @@ import os
 from absl import logging
 import tensorflow as tf
 
-from runner_lib import errors
+from runner_lib.core import errors
 
 
 class InputExample(object):
@@ -33,13 +33,17 @@ class InputExample(object):
 class DataProcessor(object):
   """Reads one task's train / dev / test files from a GLUE folder.
 
-  Class attributes say where things are:
+  Class attributes say where things are and how the task is scored:
     TRAIN, DEV, TEST: file names in data_dir.
     HEADER: whether train/dev files start with a header row (test files
       always do in GLUE).
     COLUMNS: (text_a, text_b or None, label) column indexes in train/dev.
     TEST_COLUMNS: (text_a, text_b or None) in the test file.
     LABELS: the label list (None for regression).
+    METRICS: names of core/metrics.py functions reported beside accuracy
+      (for regression: instead of it), the task's GLUE metrics.
+    SUBMISSION_NAME: the GLUE leaderboard's file name for the task's test
+      predictions, without ".tsv".
     SKIP_MALFORMED: skip (and count) rows with too few columns instead of
       failing; for QQP, whose GLUE files hold a few broken rows.
   """
@@ -49,6 +53,8 @@ class DataProcessor(object):
   COLUMNS = (None, None, None)
   TEST_COLUMNS = (None, None)
   LABELS = None
+  METRICS = ()
+  SUBMISSION_NAME = None
   SKIP_MALFORMED = False
 
   def get_train_examples(self, data_dir):
@@ -133,6 +139,8 @@ class ColaProcessor(DataProcessor):
   COLUMNS = (3, None, 1)
   TEST_COLUMNS = (1, None)
   LABELS = ("0", "1")
+  METRICS = ("matthews_corrcoef",)
+  SUBMISSION_NAME = "CoLA"
 
 
 class MnliProcessor(DataProcessor):
@@ -141,6 +149,7 @@ class MnliProcessor(DataProcessor):
   COLUMNS = (8, 9, -1)
   TEST_COLUMNS = (8, 9)
   LABELS = ("contradiction", "entailment", "neutral")
+  SUBMISSION_NAME = "MNLI-m"
 
   def _example(self, row, columns, set_type, index):
     example = super()._example(row, columns, set_type, index)
@@ -150,6 +159,7 @@ class MnliProcessor(DataProcessor):
 
 class MnliMismatchedProcessor(MnliProcessor):
   DEV, TEST = "dev_mismatched.tsv", "test_mismatched.tsv"
+  SUBMISSION_NAME = "MNLI-mm"
 
 
 class MrpcProcessor(DataProcessor):
@@ -157,41 +167,61 @@ class MrpcProcessor(DataProcessor):
   COLUMNS = (3, 4, 0)
   TEST_COLUMNS = (3, 4)
   LABELS = ("0", "1")
+  METRICS = ("f1",)
+  SUBMISSION_NAME = "MRPC"
 
 
 class Sst2Processor(DataProcessor):
+  """SST-2: a movie review sentence, positive (1) or negative (0). Its test
+  file numbers the sentences in a first column."""
   COLUMNS = (0, None, 1)
   TEST_COLUMNS = (1, None)
   LABELS = ("0", "1")
+  SUBMISSION_NAME = "SST-2"
 
 
 class StsbProcessor(DataProcessor):
-  """STS-B: a similarity score in [0, 5]; regression."""
+  """STS-B: a similarity score in [0, 5], learned as a regression (one
+  output, squared error) and scored by correlation."""
   COLUMNS = (7, 8, -1)
   TEST_COLUMNS = (7, 8)
+  METRICS = ("pearson", "spearman")
+  SUBMISSION_NAME = "STS-B"
 
 
 class QqpProcessor(DataProcessor):
+  """QQP: are two Quora questions duplicates (1)? The rows GLUE's files
+  break (a question with a newline in it) are skipped and counted."""
   COLUMNS = (3, 4, 5)
   TEST_COLUMNS = (1, 2)
   LABELS = ("0", "1")
+  METRICS = ("f1",)
+  SUBMISSION_NAME = "QQP"
   SKIP_MALFORMED = True
 
 
 class QnliProcessor(DataProcessor):
+  """QNLI: does the sentence (column 2) hold the answer to the question
+  (column 1)?"""
   COLUMNS = (1, 2, -1)
   TEST_COLUMNS = (1, 2)
   LABELS = ("entailment", "not_entailment")
+  SUBMISSION_NAME = "QNLI"
 
 
 class RteProcessor(QnliProcessor):
-  pass
+  """RTE: QNLI's layout and labels."""
+  SUBMISSION_NAME = "RTE"
 
 
 class WnliProcessor(DataProcessor):
+  """WNLI: Winograd schemas as sentence pairs; does the second, with its
+  pronoun resolved, follow from the first (1)? The paper leaves it out: its
+  dev set is adversarial to what train teaches."""
   COLUMNS = (1, 2, -1)
   TEST_COLUMNS = (1, 2)
   LABELS = ("0", "1")
+  SUBMISSION_NAME = "WNLI"
 
 
 class XnliProcessor(DataProcessor):
@@ -200,6 +230,7 @@ class XnliProcessor(DataProcessor):
   language = "zh"
   COLUMNS = (0, 1, 2)
   LABELS = ("contradiction", "entailment", "neutral")
+  SUBMISSION_NAME = "XNLI"
 
   def get_train_examples(self, data_dir):
     examples = self._examples(

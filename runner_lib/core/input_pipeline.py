@@ -4,8 +4,8 @@ import struct
 
 import tensorflow as tf
 
-from runner_lib import errors
-from runner_lib import tfrecord
+from runner_lib.core import errors
+from runner_lib.core import tfrecord
 
 # Records in the shuffle buffer after interleaving (the original used 100).
 SHUFFLE_BUFFER = 1000
@@ -76,7 +76,7 @@ def record_dataset(files, is_training, seed, input_context=None,
     files: list of str.
     is_training: bool; shuffle files and records and repeat forever. Eval
       repeats in file order, as the original (max_eval_steps bounds it).
-    seed: int, shuffle seed.
+    seed: int, shuffle seed (training only).
     input_context: tf.distribute.InputContext or None; each input pipeline
       reads its share of files (or of records, with fewer files).
     skip_records: int, records this pipeline already consumed.
@@ -112,18 +112,26 @@ def record_dataset(files, is_training, seed, input_context=None,
   return dataset.skip(skip_records)
 
 
+def _parse(records, name_to_features):
+  features = tf.io.parse_example(records, name_to_features)
+  # int64 is slow or unsupported on accelerators; ids fit in int32.
+  return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
+          for k, v in features.items()}
+
+
 def parse_and_batch(dataset, name_to_features, batch_size):
   """Parses records into int32 / float32 tensors, in fixed-size batches."""
-
-  def parse(records):
-    features = tf.io.parse_example(records, name_to_features)
-    # int64 is slow or unsupported on accelerators; ids fit in int32.
-    return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
-            for k, v in features.items()}
-
   dataset = dataset.batch(batch_size, drop_remainder=True)
-  return dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
-      tf.data.AUTOTUNE)
+  return dataset.map(lambda records: _parse(records, name_to_features),
+                     num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+                         tf.data.AUTOTUNE)
+
+
+def parse_records(dataset, name_to_features):
+  """Parses records one by one into int32 / float32 tensors (examples for
+  predict.pad_and_batch)."""
+  return dataset.map(lambda record: _parse(record, name_to_features),
+                     num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def training_dataset_fn(files, name_to_features, per_replica_batch, seed):
@@ -143,3 +151,20 @@ def training_dataset_fn(files, name_to_features, per_replica_batch, seed):
       record_dataset(files, True, seed, context,
                      skip_records=step * per_replica_batch),
       name_to_features, per_replica_batch)
+
+
+def eval_dataset_fn(files, name_to_features, per_replica_batch):
+  """A Trainer.evaluate dataset_fn over TFRecord files: each input
+  pipeline's parsed batches, in file order, repeated.
+
+  Args:
+    files: list of str.
+    name_to_features: dict of FixedLenFeature.
+    per_replica_batch: int.
+
+  Returns:
+    function (input_context) -> tf.data.Dataset.
+  """
+  return lambda context: parse_and_batch(
+      record_dataset(files, False, None, context), name_to_features,
+      per_replica_batch)

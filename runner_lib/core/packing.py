@@ -1,4 +1,5 @@
-"""The [CLS] A [SEP] B [SEP] input layout shared by the sentence runners."""
+"""The [CLS] A [SEP] B [SEP] input layout, truncation and padding: every
+task's features are packed here."""
 
 
 def truncate_seq_pair(tokens_a, tokens_b, max_length):
@@ -20,16 +21,18 @@ def truncate_seq_pair(tokens_a, tokens_b, max_length):
       tokens_b.pop()
 
 
-def pair_layout(tokens_a, tokens_b, max_seq_length):
+def pair_layout(tokens_a, tokens_b, max_seq_length, cls="[CLS]", sep="[SEP]"):
   """Lays out one or two token lists as BERT input, truncated.
 
   Segment ids are 0 for [CLS] A [SEP] and 1 for B [SEP]; the model learned
   them as sentence A / B embeddings in pre-training.
 
   Args:
-    tokens_a: list of str WordPieces (not modified).
-    tokens_b: list of str or None/empty for a single sentence.
+    tokens_a: list of str WordPieces (not modified), or of int ids.
+    tokens_b: list like tokens_a, or None/empty for a single sentence.
     max_seq_length: int >= 3, the total length including special tokens.
+    cls: the [CLS] item (its id, when laying out ids).
+    sep: the [SEP] item (its id, when laying out ids).
 
   Returns:
     (tokens, segment_ids): lists of equal length <= max_seq_length, unpadded.
@@ -42,10 +45,10 @@ def pair_layout(tokens_a, tokens_b, max_seq_length):
   else:
     # Room for [CLS], [SEP].
     tokens_a = tokens_a[:max_seq_length - 2]
-  tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
+  tokens = [cls] + tokens_a + [sep]
   segment_ids = [0] * len(tokens)
   if tokens_b:
-    tokens += tokens_b + ["[SEP]"]
+    tokens += tokens_b + [sep]
     segment_ids += [1] * (len(tokens_b) + 1)
   return tokens, segment_ids
 

@@ -1,13 +1,12 @@
-"""tf.distribute strategy from the original's TPU flags, and prediction."""
+"""tf.distribute strategy from the original's TPU flags and --strategy."""
 
 import json
 import os
 
 from absl import logging
-import numpy as np
 import tensorflow as tf
 
-from runner_lib import errors
+from runner_lib.core import errors
 
 
 def check_tpu_flags(use_tpu, tpu_name, tpu_zone, gcp_project, master):
@@ -98,41 +97,3 @@ def _cpu_gpu_strategy(name):
   if name == "mirrored":
     return tf.distribute.MirroredStrategy()
   return tf.distribute.get_strategy()
-
-
-def predictor(strategy, predict_fn):
-  """Wraps a per-replica step to run over datasets under a strategy.
-
-  Args:
-    strategy: a tf.distribute.Strategy.
-    predict_fn: function dict of Tensors -> nest of Tensors with a leading
-      batch axis, the per-replica step (traced once by tf.function).
-
-  Returns:
-    A function dataset -> iterator of the same nest as numpy arrays, one per
-    global batch, in dataset order. The dataset yields global batches with a
-    static batch size divisible by the number of replicas.
-  """
-  step = tf.function(lambda batch: strategy.run(predict_fn, args=(batch,)))
-
-  def gather(per_replica):
-    return np.concatenate(
-        [t.numpy() for t in strategy.experimental_local_results(per_replica)])
-
-  def run(dataset):
-    for batch in strategy.experimental_distribute_dataset(dataset):
-      yield tf.nest.map_structure(gather, step(batch))
-
-  return run
-
-
-def predict_all(strategy, predict_fn, dataset):
-  """Runs predictor(strategy, predict_fn) over a whole dataset.
-
-  Returns:
-    dict of numpy arrays, each the per-batch outputs concatenated on the
-    batch axis, in dataset order.
-  """
-  outputs = list(predictor(strategy, predict_fn)(dataset))
-  return {key: np.concatenate([o[key] for o in outputs])
-          for key in outputs[0]}

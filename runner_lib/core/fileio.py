@@ -6,7 +6,7 @@ import os
 from absl import logging
 import tensorflow as tf
 
-from runner_lib import errors
+from runner_lib.core import errors
 
 
 @contextlib.contextmanager

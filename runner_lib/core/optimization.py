@@ -39,6 +39,26 @@ def learning_rate_at(step, init_lr, num_train_steps, num_warmup_steps):
   return tf.where(step < num_warmup_steps, warmup, decayed)
 
 
+def finetuning_steps(num_examples, train_batch_size, num_train_epochs,
+                     warmup_proportion):
+  """The original fine-tuning runners' step counts.
+
+  Args:
+    num_examples: int, training examples.
+    train_batch_size: int > 0, the global batch size.
+    num_train_epochs: float.
+    warmup_proportion: float, share of the steps spent warming up.
+
+  Returns:
+    (num_train_steps, num_warmup_steps): int(num_examples /
+    train_batch_size * num_train_epochs), at least 1, and that times
+    warmup_proportion, rounded down.
+  """
+  num_train_steps = max(1, int(num_examples / train_batch_size *
+                               num_train_epochs))
+  return num_train_steps, int(num_train_steps * warmup_proportion)
+
+
 class AdamWeightDecay(tf.Module):
   """Adam with decoupled weight decay and no bias correction (the original).
 

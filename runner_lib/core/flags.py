@@ -4,8 +4,8 @@ from absl import flags
 import tensorflow as tf
 import tf_keras
 
-from runner_lib import errors
-from runner_lib import training
+from runner_lib.core import errors
+from runner_lib.core import training
 
 FLAGS = flags.FLAGS
 
@@ -71,22 +71,32 @@ def tpu_flag_values():
   return values
 
 
-def define_training_flags(with_eval=True):
+# do_<mode> and <mode>_batch_size, as the original names them: (help of
+# do_<mode>, default batch size, help of <mode>_batch_size).
+_MODES = {
+    "train": ("Whether to run training.", 32, "Total batch size for training."),
+    "eval": ("Whether to run eval on the dev set.", 8,
+             "Total batch size for eval."),
+    "predict": ("Whether to run the model in inference mode on the test set.",
+                8, "Total batch size for predict."),
+}
+
+
+def define_training_flags(modes=("train", "eval")):
   """The original's training flags plus what TF2 adds (strategy, XLA, ...).
 
   Args:
-    with_eval: bool, define do_eval and eval_batch_size (run_squad.py, like
-      the original, has do_predict only).
+    modes: what the runner can do, from "train", "eval", "predict": each
+      gets do_<mode> and <mode>_batch_size (run_squad.py, like the
+      original, has no eval).
   """
   flags.DEFINE_string("output_dir", None,
                       "Required. The output directory where the model "
                       "checkpoints will be written.")
-  flags.DEFINE_bool("do_train", False, "Whether to run training.")
-  if with_eval:
-    flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
-  flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
-  if with_eval:
-    flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+  for mode in modes:
+    do_help, batch_size, batch_help = _MODES[mode]
+    flags.DEFINE_bool("do_" + mode, False, do_help)
+    flags.DEFINE_integer(mode + "_batch_size", batch_size, batch_help)
   flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for "
                      "Adam.")
   flags.DEFINE_integer("save_checkpoints_steps", 1000,
@@ -116,6 +126,43 @@ def define_training_flags(with_eval=True):
                        "split into this many, gradients summed.")
   flags.DEFINE_integer("seed", 12345, "Seed of initialization, dropout and "
                        "input shuffling.")
+
+
+def define_finetuning_flags(modes=("train", "eval", "predict")):
+  """The fine-tuning runners' flags: the training flags, and the epochs and
+  warm-up share that set the steps (optimization.finetuning_steps).
+
+  Args:
+    modes: passed to define_training_flags.
+  """
+  define_training_flags(modes)
+  flags.DEFINE_float("num_train_epochs", 3.0,
+                     "Total number of training epochs to perform.")
+  flags.DEFINE_float("warmup_proportion", 0.1,
+                     "Proportion of training to perform linear learning rate "
+                     "warmup for. E.g., 0.1 = 10% of training.")
+
+
+# Integer flags of define_training_flags that must be at least 1 (where
+# the runner defines them).
+POSITIVE_TRAINING_FLAGS = tuple(mode + "_batch_size" for mode in _MODES) + (
+    "save_checkpoints_steps", "iterations_per_loop",
+    "gradient_accumulation_steps")
+
+
+def check_positive(names):
+  """Checks that integer flags are at least 1.
+
+  Args:
+    names: flag names; those the runner does not define are skipped.
+
+  Raises:
+    errors.InputError: naming the first flag below 1.
+  """
+  for name in names:
+    if name in FLAGS and FLAGS[name].value < 1:
+      raise errors.InputError("--%s must be at least 1, got %d." %
+                              (name, FLAGS[name].value))
 
 
 def per_replica_batch(name, strategy):

@@ -7,9 +7,9 @@ import numpy as np
 import tensorflow as tf
 
 import modeling
-from runner_lib import checkpointing
-from runner_lib import errors
-from runner_lib import optimization
+from runner_lib.core import checkpointing
+from runner_lib.core import errors
+from runner_lib.core import optimization
 
 # The original clips the global gradient norm at 1.0 before each update.
 CLIP_NORM = 1.0
@@ -34,6 +34,21 @@ def is_chief(strategy):
   has_chief = "chief" in (resolver.cluster_spec().as_dict() or {})
   return resolver.task_type == "worker" and resolver.task_id == 0 and (
       not has_chief)
+
+
+def _check_all_mapped(model):
+  """Refuses a model with trainable variables outside the checkpoint map.
+
+  Raises:
+    modeling.CheckpointError: naming each such variable.
+  """
+  unmapped = modeling.unmapped_variables(model)
+  if unmapped:
+    raise modeling.CheckpointError(
+        "%s has %d trainable variable(s) that no checkpoint name covers; "
+        "they would be trained but never saved or restored:\n  %s\nGive "
+        "their head class an entry in HEAD_VARIABLES (modeling/"
+        "checkpoint.py)." % (model.name, len(unmapped), "\n  ".join(unmapped)))
 
 
 class Trainer(object):
@@ -83,6 +98,7 @@ class Trainer(object):
     self.chief = is_chief(strategy)
     with strategy.scope():
       self.model = model_fn()
+      _check_all_mapped(self.model)
       weights = {name: v for name, v in modeling.variable_map(self.model).items()
                  if v.trainable}
       self.names = list(weights)

@@ -77,3 +77,27 @@ def evaluate_v2(data, answers, null_odds=None, best_non_null=None):
         threshold = min(null_odds.values()) - 1.0
       result["best_%s_thresh" % name] = threshold
   return result
+
+
+def evaluate(data, predictions, version_2_with_negative):
+  """The official scores of predictions on a SQuAD file, as run_squad.py
+  reports them in eval_results.txt.
+
+  Args:
+    data: the SQuAD file's "data" list.
+    predictions: predictions.Predictions.
+    version_2_with_negative: bool; with it, also the best threshold.
+
+  Returns:
+    dict of scores (evaluate_v1's, or evaluate_v2's for SQuAD 2.0 and for
+    files with unanswerable questions), or None when the file has no
+    answers to score against (a test set).
+  """
+  if not is_labelled(data):
+    return None
+  if version_2_with_negative:
+    return evaluate_v2(data, predictions.answers, predictions.null_odds,
+                       predictions.best_non_null)
+  if has_unanswerable(data):
+    return evaluate_v2(data, predictions.answers)
+  return evaluate_v1(data, predictions.answers)

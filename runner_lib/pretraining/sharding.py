@@ -53,16 +53,16 @@ def shard_lines(lines, shard_bytes):
 def _init_worker(vocab_file, do_lower_case, options, dupe_factor, seed):
   # Imported in the worker: it is a fresh (spawned) process.
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from runner_lib import pretraining_data  # pylint: disable=g-import-not-at-top
+  from runner_lib.pretraining import data  # pylint: disable=g-import-not-at-top
   import tokenization  # pylint: disable=g-import-not-at-top
   # One thread per worker: the parallelism is the workers.
   tf.config.threading.set_intra_op_parallelism_threads(1)
   tf.config.threading.set_inter_op_parallelism_threads(1)
   tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case)
   _worker.update(tokenizer=tokenizer,
-                 vocab=pretraining_data.MaskingVocab(tokenizer),
+                 vocab=data.MaskingVocab(tokenizer),
                  options=options, dupe_factor=dupe_factor, seed=seed,
-                 module=pretraining_data)
+                 module=data)
 
 
 def _process_shard(task):
@@ -90,7 +90,7 @@ def sharded_records(lines, total_bytes, num_workers, vocab_file,
     num_workers: int >= 1.
     vocab_file: str.
     do_lower_case: bool.
-    options: pretraining_data.InstanceOptions.
+    options: data.InstanceOptions.
     dupe_factor: int.
     seed: int.
 

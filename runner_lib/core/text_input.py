@@ -3,7 +3,7 @@
 from absl import logging
 import tensorflow as tf
 
-from runner_lib import errors
+from runner_lib.core import errors
 
 
 def expand_globs(patterns, flag_name="input_file"):

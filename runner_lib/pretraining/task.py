@@ -11,8 +11,8 @@ Objectives:
 import tensorflow as tf
 
 import modeling
-from runner_lib import input_pipeline
-from runner_lib import tfrecord
+from runner_lib.core import task
+from runner_lib.pretraining import data
 
 OBJECTIVES = ("mlm_nsp", "mlm", "ltr")
 
@@ -76,20 +76,38 @@ def ltr_targets(batch):
           tf.cast(batch["input_mask"][:, 1:], tf.float32))
 
 
-class PretrainingTask(object):
-  """Model, losses, metrics and data of BERT pre-training."""
+@task.register("pretraining")
+class PretrainingTask(task.Task):
+  """Model, losses and metrics of BERT pre-training.
+
+  Its heads come with the pre-trained checkpoint (cls/predictions,
+  cls/seq_relationship), so none is new: an init_checkpoint must hold them.
+  """
 
   def __init__(self, config, max_seq_length, max_predictions_per_seq,
                objective="mlm_nsp"):
+    """Args:
+      config: modeling.BertConfig.
+      max_seq_length: int, the records' sequence length.
+      max_predictions_per_seq: int, the records' masked_lm_* length.
+      objective: one of OBJECTIVES.
+    """
     if objective not in OBJECTIVES:
       raise ValueError("objective must be one of %s, got %r" %
                        (", ".join(OBJECTIVES), objective))
-    self.config = config
+    super().__init__(config, max_seq_length)
+    self.max_predictions_per_seq = max_predictions_per_seq
     self.objective = objective
-    self.name_to_features = tfrecord.pretraining_features(
-        max_seq_length, max_predictions_per_seq)
+
+  def name_to_features(self, is_training):
+    """The original pre-training records, for training and evaluation."""
+    del is_training  # the same records
+    return data.pretraining_features(self.max_seq_length,
+                                     self.max_predictions_per_seq)
 
   def build_model(self):
+    """BertPretrainer; causal attention for "ltr", no NSP head but for
+    "mlm_nsp"."""
     return modeling.BertPretrainer(
         self.config, causal_attention=self.objective == "ltr",
         next_sentence=self.objective == "mlm_nsp")
@@ -103,7 +121,12 @@ class PretrainingTask(object):
     return model(inputs, training=training), label_ids, weights
 
   def losses(self, model, batch, training):
-    """Returns (total loss, mlm loss, per-prediction mlm loss, outputs)."""
+    """The losses and what the metrics need of them.
+
+    Returns:
+      (total loss scalar, model outputs dict, masked LM label ids [B, P],
+      their weights [B, P], per-prediction masked LM loss [B, P]).
+    """
     outputs, label_ids, weights = self._outputs(model, batch, training)
     mlm, per_prediction = masked_lm_loss(outputs["masked_lm_logits"],
                                          label_ids, weights)
@@ -115,6 +138,7 @@ class PretrainingTask(object):
     return total, outputs, label_ids, weights, per_prediction
 
   def loss(self, model, batch, training):
+    """The original total: masked LM loss (+ next-sentence loss)."""
     return self.losses(model, batch, training)[0]
 
   def metrics(self, model, batch):
@@ -148,12 +172,3 @@ class PretrainingTask(object):
       result["next_sentence_accuracy"] = (tf.reduce_sum(nsp_correct), count)
       result["next_sentence_loss"] = (tf.reduce_sum(per_example), count)
     return result
-
-  def dataset(self, files, per_replica_batch_size, is_training, seed,
-              input_context=None, start_step=0):
-    """Per-replica batches of parsed records, resumed after start_step."""
-    records = input_pipeline.record_dataset(
-        files, is_training, seed, input_context,
-        skip_records=start_step * per_replica_batch_size)
-    return input_pipeline.parse_and_batch(records, self.name_to_features,
-                                          per_replica_batch_size)

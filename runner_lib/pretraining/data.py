@@ -18,8 +18,8 @@ import time
 from absl import logging
 import tensorflow as tf
 
-from runner_lib import errors
-from runner_lib import tfrecord
+from runner_lib.core import errors
+from runner_lib.core import tfrecord
 
 # Seconds between progress lines on long runs.
 PROGRESS_SECONDS = 10
@@ -105,7 +105,7 @@ def read_documents(lines, tokenizer, batch_lines=8192):
 def random_truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
   """Truncates a pair in place, from the front or back of the longer one.
 
-  Unlike runner_lib.features.truncate_seq_pair, which always cuts the end,
+  Unlike core/packing.truncate_seq_pair, which always cuts the end,
   pre-training cuts either end at random (one rng.random() per token) to
   add noise, as the original does.
   """
@@ -253,6 +253,30 @@ def create_instances_from_document(all_documents, document_index, options,
       current_length = 0
     i += 1
   return instances
+
+
+def pretraining_features(max_seq_length, max_predictions_per_seq):
+  """The original pre-training record schema, for tf.io.parse_example.
+
+  Args:
+    max_seq_length: int, length of input_ids / input_mask / segment_ids.
+    max_predictions_per_seq: int, length of the masked_lm_* features.
+
+  Returns:
+    dict name -> tf.io.FixedLenFeature.
+  """
+  seq = tf.io.FixedLenFeature([max_seq_length], tf.int64)
+  predictions = tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64)
+  return {
+      "input_ids": seq,
+      "input_mask": seq,
+      "segment_ids": seq,
+      "masked_lm_positions": predictions,
+      "masked_lm_ids": predictions,
+      "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq],
+                                                 tf.float32),
+      "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+  }
 
 
 def serialize_instance(instance, max_seq_length, max_predictions_per_seq):

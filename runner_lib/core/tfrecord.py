@@ -1,36 +1,12 @@
-"""TFRecord files: the original pre-training schema, writing and reading."""
+"""TFRecord files: tf.train.Feature helpers, compression, atomic writing."""
 
 import os
 
 import tensorflow as tf
 
-from runner_lib import errors
+from runner_lib.core import errors
 
 GZIP_MAGIC = b"\x1f\x8b"
-
-
-def pretraining_features(max_seq_length, max_predictions_per_seq):
-  """The original pre-training record schema, for tf.io.parse_example.
-
-  Args:
-    max_seq_length: int, length of input_ids / input_mask / segment_ids.
-    max_predictions_per_seq: int, length of the masked_lm_* features.
-
-  Returns:
-    dict name -> tf.io.FixedLenFeature.
-  """
-  seq = tf.io.FixedLenFeature([max_seq_length], tf.int64)
-  predictions = tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64)
-  return {
-      "input_ids": seq,
-      "input_mask": seq,
-      "segment_ids": seq,
-      "masked_lm_positions": predictions,
-      "masked_lm_ids": predictions,
-      "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq],
-                                                 tf.float32),
-      "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
-  }
 
 
 def int_feature(values):

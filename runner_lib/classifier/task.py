@@ -1,0 +1,86 @@
+"""The classification task: model, loss, predict outputs and GLUE metrics."""
+
+import tensorflow as tf
+
+import modeling
+from runner_lib.classifier import features
+from runner_lib.core import metrics
+from runner_lib.core import task
+
+
+@task.register("classifier")
+class ClassificationTask(task.Task):
+  """Fine-tuning on sentence(-pair) classification or, with no label list,
+  a regression score (STS-B)."""
+
+  HEADS = (modeling.ClassifierHead,)
+
+  def __init__(self, config, max_seq_length, label_list, metric_names=()):
+    """Args:
+      config: modeling.BertConfig.
+      max_seq_length: int, the records' sequence length.
+      label_list: list of str, the classes in the head's order; None for
+        regression (one output, squared error).
+      metric_names: names of core/metrics.py functions for eval_results
+        beside accuracy (for regression: instead of it).
+    """
+    super().__init__(config, max_seq_length)
+    self.label_list = label_list
+    self.metric_names = tuple(metric_names)
+    self.regression = label_list is None
+    self.num_labels = 1 if self.regression else len(label_list)
+
+  def build_model(self):
+    """BertClassifier with num_labels outputs."""
+    return modeling.BertClassifier(self.config, self.num_labels)
+
+  def name_to_features(self, is_training):
+    """The same records for training, evaluation and prediction."""
+    del is_training
+    return features.name_to_features(self.max_seq_length, self.regression)
+
+  def per_example_loss(self, logits, labels):
+    """Cross-entropy (squared error for a score), float32 [B]."""
+    logits = tf.cast(logits, tf.float32)
+    if self.regression:
+      return tf.square(logits[:, 0] - tf.cast(labels, tf.float32))
+    log_probs = tf.nn.log_softmax(logits, axis=-1)
+    return -tf.reduce_sum(
+        tf.one_hot(tf.cast(labels, tf.int32), self.num_labels) * log_probs,
+        axis=-1)
+
+  def loss(self, model, batch, training):
+    """The original: mean cross-entropy (mean squared error for a score)."""
+    logits = model(batch, training=training)
+    return tf.reduce_mean(self.per_example_loss(logits, batch["label_ids"]))
+
+  def predict(self, model, batch):
+    """Logits [B, num_labels], the labels and each example's loss."""
+    logits = tf.cast(model(batch, training=False), tf.float32)
+    return {"logits": logits, "label_ids": batch["label_ids"],
+            "per_example_loss": self.per_example_loss(logits,
+                                                      batch["label_ids"])}
+
+  def eval_results(self, outputs):
+    """eval_results.txt values from predict outputs over the dev set.
+
+    Args:
+      outputs: dict of numpy arrays, predict()'s keys, real examples only.
+
+    Returns:
+      dict name -> float: eval_loss and loss (the mean example loss),
+      eval_accuracy (classification) and each of metric_names.
+    """
+    losses = outputs["per_example_loss"]
+    results = {"eval_loss": float(losses.mean()), "loss": float(losses.mean())}
+    labels = outputs["label_ids"]
+    if self.regression:
+      scores = outputs["logits"][:, 0]
+      for name in self.metric_names:
+        results[name] = getattr(metrics, name)(scores, labels)
+      return results
+    predictions = outputs["logits"].argmax(-1)
+    results["eval_accuracy"] = metrics.accuracy(labels, predictions)
+    for name in self.metric_names:
+      results[name] = getattr(metrics, name)(labels, predictions)
+    return results

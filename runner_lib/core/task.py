@@ -1,0 +1,114 @@
+"""The Task interface every runner trains and predicts through, and the
+registry of tasks by name.
+
+A task says what is specific to it; the core (input pipeline, Trainer,
+prediction) does the rest. Adding a task takes a data module (files to
+records), a Task subclass registered here, a head layer in
+modeling/heads.py and its entry in modeling/checkpoint.py's HEAD_VARIABLES;
+nothing in the core changes.
+"""
+
+import abc
+
+import modeling
+from runner_lib.core import errors
+
+_TASKS = {}
+
+
+class Task(abc.ABC):
+  """One training objective on BERT: its model, records, loss and outputs.
+
+  Methods that take a model and a batch run per replica inside a
+  tf.function; a batch is a dict of Tensors parsed with
+  name_to_features(...), int64 features cast to int32.
+
+  Class attributes:
+    HEADS: tuple of head layer classes (modeling.heads) this task adds to a
+      pre-trained BERT. Their variables are the ones a pre-training
+      checkpoint may lack (see new_variables).
+  """
+
+  HEADS = ()
+
+  def __init__(self, config, max_seq_length):
+    """Args: config: modeling.BertConfig; max_seq_length: int, the length
+    of every sequence in the records."""
+    self.config = config
+    self.max_seq_length = max_seq_length
+
+  @abc.abstractmethod
+  def build_model(self):
+    """Returns a Keras model holding a BertModel as `.bert` and this task's
+    heads, all weights created (modeling.variable_map must cover them)."""
+
+  @abc.abstractmethod
+  def name_to_features(self, is_training):
+    """The record schema: dict feature name -> tf.io.FixedLenFeature, for
+    training records (is_training) or prediction records."""
+
+  @abc.abstractmethod
+  def loss(self, model, batch, training):
+    """The training loss of a per-replica batch, float32 scalar (the mean
+    the original computes on its per-core batch)."""
+
+  def metrics(self, model, batch):
+    """In-graph evaluation metrics of a per-replica batch.
+
+    Returns:
+      dict name -> (float32 weighted sum, float32 weight); the Trainer sums
+      both over batches and replicas and reports sum / weight.
+    """
+    raise NotImplementedError("%s has no in-graph metrics." %
+                              type(self).__name__)
+
+  def predict(self, model, batch):
+    """Per-example outputs of a per-replica prediction batch.
+
+    Returns:
+      dict name -> Tensor with the batch as leading axis.
+    """
+    raise NotImplementedError("%s has no predict outputs." %
+                              type(self).__name__)
+
+  @property
+  def new_variables(self):
+    """Original names of the head variables a pre-trained checkpoint may
+    lack (they start from their initializers), as a tuple of str."""
+    return tuple(name for head in self.HEADS
+                 for name in modeling.head_variable_names(head))
+
+
+def register(name):
+  """Class decorator: makes a Task subclass known as `name`.
+
+  Raises:
+    ValueError: the name is taken by another class.
+  """
+
+  def add(task_class):
+    if _TASKS.get(name, task_class) is not task_class:
+      raise ValueError("Task name %r is taken by %s." %
+                       (name, _TASKS[name].__name__))
+    _TASKS[name] = task_class
+    return task_class
+
+  return add
+
+
+def registered():
+  """Names of the registered tasks (those whose packages are imported),
+  sorted."""
+  return sorted(_TASKS)
+
+
+def get_task_class(name):
+  """The Task subclass registered as `name`.
+
+  Raises:
+    errors.InputError: unknown name, listing the known ones.
+  """
+  if name not in _TASKS:
+    raise errors.InputError("Unknown task %r. Known tasks: %s." %
+                            (name, ", ".join(registered())))
+  return _TASKS[name]

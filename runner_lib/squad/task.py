@@ -1,0 +1,52 @@
+"""The SQuAD task: span model, loss and per-feature logits."""
+
+import tensorflow as tf
+
+import modeling
+from runner_lib.core import task
+from runner_lib.squad import features
+
+
+def span_loss(logits, positions):
+  """Mean cross-entropy of position logits.
+
+  Args:
+    logits: float [B, T].
+    positions: int [B], the true positions.
+
+  Returns:
+    float32 scalar.
+  """
+  log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
+  one_hot = tf.one_hot(tf.cast(positions, tf.int32), tf.shape(logits)[-1],
+                       dtype=tf.float32)
+  return -tf.reduce_mean(tf.reduce_sum(one_hot * log_probs, axis=-1))
+
+
+@task.register("squad")
+class SquadTask(task.Task):
+  """Fine-tuning on SQuAD v1.1 / v2.0: start and end of the answer span."""
+
+  HEADS = (modeling.SquadHead,)
+
+  def build_model(self):
+    """BertSquadModel."""
+    return modeling.BertSquadModel(self.config)
+
+  def name_to_features(self, is_training):
+    """Training records carry start/end positions; prediction records the
+    unique ids their logits are matched back by."""
+    return features.name_to_features(self.max_seq_length, is_training)
+
+  def loss(self, model, batch, training):
+    """The original: the mean of the start and end cross-entropies."""
+    start_logits, end_logits = model(batch, training=training)
+    return (span_loss(start_logits, batch["start_positions"]) +
+            span_loss(end_logits, batch["end_positions"])) / 2.0
+
+  def predict(self, model, batch):
+    """Per-replica logits for a prediction batch, with the feature ids."""
+    start_logits, end_logits = model(batch, training=False)
+    return {"unique_ids": batch["unique_ids"],
+            "start_logits": tf.cast(start_logits, tf.float32),
+            "end_logits": tf.cast(end_logits, tf.float32)}
