@@ -161,6 +161,7 @@ def test_no_valid_span():
   assert predictions.null_odds == {"q1": -20.0}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,v2", [
     ("dev-v1.1.subset-Super_Bowl_50.json", False),
     ("dev-v2.0.subset-first5articles.json", True),
