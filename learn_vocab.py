@@ -25,7 +25,8 @@ flags.DEFINE_string("output_file", None, "Required. Where to write vocab.txt.")
 
 # Optional.
 flags.DEFINE_integer("vocab_size", 30522,
-                     "Target size; the result is at most this large.")
+                     "Target size: the learner aims within 5% below it, and "
+                     "overshoots where no count threshold lands there.")
 flags.DEFINE_bool("do_lower_case", True,
                   "Lower-case and strip accents first (an uncased vocab).")
 flags.DEFINE_integer(

@@ -56,12 +56,13 @@ def count_words(lines, do_lower_case, batch_size=4096):
 
 
 def learn_vocab(word_counts, vocab_size, num_unused=0, max_unique_chars=1000):
-  """Learns a WordPiece vocab of at most vocab_size entries.
+  """Learns a WordPiece vocab of about vocab_size entries.
 
   Args:
     word_counts: dict str -> int.
-    vocab_size: int, the target (the result is within 5% below it, or
-      smaller when the text has fewer distinct pieces).
+    vocab_size: int, the target: the learner's threshold search aims
+      within 5% below it (smaller when the text has fewer distinct pieces)
+      and returns a larger vocab where no threshold lands there.
     num_unused: int, [unusedN] slots (see reserved_tokens).
     max_unique_chars: int, the alphabet cap: words with rarer characters are
       dropped (they tokenize to [UNK]).
