@@ -87,22 +87,22 @@ def main(_):
 
   def predict_fn(batch):
     outputs = model(batch, training=False)["all_encoder_layers"]
-    return {"unique_ids": batch["unique_ids"],
-            "layers": [outputs[i] for i in layer_indexes]}
+    return [outputs[i] for i in layer_indexes]
 
-  run_prediction = predict.predictor(strategy, predict_fn, FLAGS.batch_size)
+  run_prediction = predict.predictor(strategy, predict_fn)
   examples = data.read_examples(FLAGS.input_file)
   num_written = 0
   with fileio.atomic_output(FLAGS.output_file) as writer:
     for chunk in data.chunks(examples, FLAGS.batch_size * _BATCHES_PER_CHUNK):
       features = [data.convert_example(example, FLAGS.max_seq_length,
                                        tokenizer) for example in chunk]
-      by_id = {feature.unique_id: feature for feature in features}
-      for result in run_prediction(data.features_dataset(features)):
-        for row, unique_id in enumerate(result["unique_ids"]):
-          writer.write(jsonl.to_json_line(
-              by_id[unique_id], layer_indexes,
-              [layer[row] for layer in result["layers"]]))
+      # Outputs come in input order, padding rows dropped.
+      rows = iter(features)
+      for layers in run_prediction(predict.pad_and_batch(
+          data.features_dataset(features), FLAGS.batch_size)):
+        for row in range(len(layers[0])):
+          writer.write(jsonl.to_json_line(next(rows), layer_indexes,
+                                          [layer[row] for layer in layers]))
           num_written += 1
   logging.info("Wrote %d examples to %s", num_written, FLAGS.output_file)
 

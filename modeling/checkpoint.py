@@ -104,6 +104,8 @@ def _heads(model, bert):
   Raises:
     CheckpointError: two heads of one class (their names would collide).
   """
+  if model is bert:
+    return {}
   found = {}
   for layer in model.submodules:
     head_class = _head_class(layer)
@@ -117,7 +119,7 @@ def _heads(model, bert):
                                     ", ".join(head_variable_names(
                                         head_class))))
     found[head_class] = layer
-  return found if model is not bert else {}
+  return found
 
 
 def variable_map(model):

@@ -119,19 +119,14 @@ def _parse(records, name_to_features):
           for k, v in features.items()}
 
 
-def parse_and_batch(dataset, name_to_features, batch_size):
-  """Parses records into int32 / float32 tensors, in fixed-size batches."""
-  dataset = dataset.batch(batch_size, drop_remainder=True)
+def parse_and_batch(dataset, name_to_features, batch_size,
+                    drop_remainder=True):
+  """Parses records into int32 / float32 tensors, in batches of batch_size
+  (the last one shorter where drop_remainder is False)."""
+  dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
   return dataset.map(lambda records: _parse(records, name_to_features),
                      num_parallel_calls=tf.data.AUTOTUNE).prefetch(
                          tf.data.AUTOTUNE)
-
-
-def parse_records(dataset, name_to_features):
-  """Parses records one by one into int32 / float32 tensors (examples for
-  predict.pad_and_batch)."""
-  return dataset.map(lambda record: _parse(record, name_to_features),
-                     num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def training_dataset_fn(files, name_to_features, per_replica_batch, seed):

@@ -13,6 +13,33 @@ import tensorflow as tf
 from runner_lib.core import input_pipeline
 
 
+def pad_batches(batches, batch_size):
+  """Fills the last, short batch up to batch_size with zero examples.
+
+  Args:
+    batches: tf.data.Dataset of nests of Tensors with a leading batch axis
+      of batch_size, but for the last batch, and static other axes.
+    batch_size: int >= 1, the global batch size.
+
+  Returns:
+    tf.data.Dataset of (batch, is_real): batch the nest with a static
+    leading [batch_size] axis; is_real bool [batch_size], False for padding.
+  """
+
+  def pad(batch):
+    size = tf.shape(tf.nest.flatten(batch)[0])[0]
+
+    def pad_tensor(tensor):
+      padded = tf.pad(tensor, [[0, batch_size - size]] +
+                      [[0, 0]] * (tensor.shape.rank - 1))
+      return tf.ensure_shape(padded, [batch_size] + tensor.shape[1:])
+
+    return (tf.nest.map_structure(pad_tensor, batch),
+            tf.range(batch_size) < size)
+
+  return batches.map(pad)
+
+
 def pad_and_batch(dataset, batch_size):
   """Batches of exactly batch_size examples, the last one filled with zeros.
 
@@ -21,32 +48,25 @@ def pad_and_batch(dataset, batch_size):
     batch_size: int >= 1, the global batch size.
 
   Returns:
-    tf.data.Dataset of (batch, is_real): batch the nest with a leading
-    [batch_size] axis; is_real bool [batch_size], False for padding. The
-    batches are ceil(n / batch_size) for n examples, in dataset order.
+    tf.data.Dataset of (batch, is_real), as pad_batches: ceil(n /
+    batch_size) batches for n examples, in dataset order.
   """
-  zeros = tf.nest.map_structure(lambda spec: tf.zeros(spec.shape, spec.dtype),
-                                dataset.element_spec)
-  # batch_size - 1 zeros fill the last batch; drop_remainder drops the rest.
-  padding = tf.data.Dataset.from_tensors((zeros, False)).repeat(batch_size - 1)
-  return dataset.map(lambda example: (example, True)).concatenate(
-      padding).batch(batch_size, drop_remainder=True)
+  return pad_batches(dataset.batch(batch_size), batch_size)
 
 
-def predictor(strategy, predict_fn, batch_size):
-  """Wraps a per-replica step to run over datasets under a strategy.
+def predictor(strategy, predict_fn):
+  """Wraps a per-replica step to run over padded batches under a strategy.
 
   Args:
     strategy: a tf.distribute.Strategy.
     predict_fn: function dict of Tensors -> nest of Tensors with a leading
       batch axis, the per-replica step (traced once by tf.function).
-    batch_size: int, the global batch size, divisible by the number of
-      replicas.
 
   Returns:
-    A function dataset -> iterator of the same nest as numpy arrays, one per
-    global batch, in dataset order, holding the real examples' rows only.
-    The dataset yields single examples (see pad_and_batch).
+    A function (dataset of (batch, is_real) from pad_batches /
+    pad_and_batch, with a batch size divisible by the number of replicas)
+    -> iterator of predict_fn's nest as numpy arrays, one per global batch,
+    in dataset order, holding the real examples' rows only.
   """
   step = tf.function(lambda batch, is_real: strategy.run(
       lambda b, r: (predict_fn(b), r), args=(batch, is_real)))
@@ -55,8 +75,7 @@ def predictor(strategy, predict_fn, batch_size):
     return np.concatenate(
         [t.numpy() for t in strategy.experimental_local_results(per_replica)])
 
-  def run(dataset):
-    batches = pad_and_batch(dataset, batch_size)
+  def run(batches):
     for batch, is_real in strategy.experimental_distribute_dataset(batches):
       outputs, real = step(batch, is_real)
       real = gather(real)
@@ -65,21 +84,31 @@ def predictor(strategy, predict_fn, batch_size):
   return run
 
 
+def _concatenate(outputs):
+  """One dict of numpy arrays from per-batch dicts, on the batch axis."""
+  outputs = list(outputs)
+  return {key: np.concatenate([o[key] for o in outputs])
+          for key in outputs[0]}
+
+
 def predict_all(strategy, predict_fn, dataset, batch_size):
-  """Runs predictor(strategy, predict_fn, batch_size) over a whole dataset.
+  """Runs predict_fn over every example of a dataset, in batches of
+  batch_size (see pad_and_batch and predictor).
 
   Returns:
     dict of numpy arrays, each the outputs of every example of the dataset,
     in dataset order.
   """
-  outputs = list(predictor(strategy, predict_fn, batch_size)(dataset))
-  return {key: np.concatenate([o[key] for o in outputs])
-          for key in outputs[0]}
+  return _concatenate(predictor(strategy, predict_fn)(
+      pad_and_batch(dataset, batch_size)))
 
 
 def predict_records(strategy, predict_fn, path, name_to_features, batch_size,
                     num_records=None):
-  """Runs predict_all over the records of a TFRecord file.
+  """Runs predict_fn over the records of a TFRecord file.
+
+  Records are parsed a batch at a time (parse_example is several times
+  faster on a batch than on each record), then the last batch is padded.
 
   Args:
     strategy: a tf.distribute.Strategy.
@@ -95,6 +124,7 @@ def predict_records(strategy, predict_fn, path, name_to_features, batch_size,
   records = tf.data.TFRecordDataset(path)
   if num_records is not None:
     records = records.take(num_records)
-  return predict_all(strategy, predict_fn,
-                     input_pipeline.parse_records(records, name_to_features),
-                     batch_size)
+  batches = input_pipeline.parse_and_batch(records, name_to_features,
+                                           batch_size, drop_remainder=False)
+  return _concatenate(predictor(strategy, predict_fn)(
+      pad_batches(batches, batch_size)))

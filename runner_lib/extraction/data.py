@@ -116,10 +116,9 @@ def chunks(iterable, size):
 
 
 def features_dataset(features):
-  """A dataset of the features' model inputs and unique ids, one example
-  each (int32 [seq_length] and int32 scalars), in order."""
+  """A dataset of the features' model inputs, one example each (int32
+  [seq_length]), in order."""
   return tf.data.Dataset.from_tensor_slices({
-      "unique_ids": np.array([f.unique_id for f in features], np.int32),
       "input_ids": np.array([f.input_ids for f in features], np.int32),
       "input_mask": np.array([f.input_mask for f in features], np.int32),
       "segment_ids": np.array([f.segment_ids for f in features], np.int32),
