@@ -28,4 +28,5 @@ benchmark: $(VENV_STAMP)
 	$(PYTHON) benchmarks/bench_pretraining.py
 	$(PYTHON) benchmarks/bench_classifier.py
 	$(PYTHON) benchmarks/bench_squad.py
+	$(PYTHON) benchmarks/bench_swag.py
 	$(PYTHON) benchmarks/bench_create_pretraining_data.py

@@ -26,9 +26,7 @@ from runner_lib.core import distribute
 from runner_lib.core import errors
 from runner_lib.core import fileio
 from runner_lib.core import flags as runner_flags
-from runner_lib.core import input_pipeline
 from runner_lib.core import model_inputs
-from runner_lib.core import optimization
 from runner_lib.core import predict
 
 FLAGS = flags.FLAGS
@@ -40,19 +38,6 @@ flags.DEFINE_string("task_name", None, "Required. The name of the task.")
 runner_flags.define_model_flags()
 runner_flags.define_finetuning_flags()
 runner_flags.define_tpu_flags()
-
-
-def check_flags():
-  """Validates flags and inputs; returns (processor, config, tokenizer)."""
-  if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
-    raise errors.InputError("At least one of `do_train`, `do_eval` or "
-                            "`do_predict' must be True.")
-  runner_flags.check_positive(runner_flags.POSITIVE_TRAINING_FLAGS)
-  processor = data.get_processor(FLAGS.task_name)
-  config, tokenizer = model_inputs.load_config_and_tokenizer(
-      FLAGS.bert_config_file, FLAGS.vocab_file, FLAGS.do_lower_case,
-      FLAGS.init_checkpoint, FLAGS.max_seq_length)
-  return processor, config, tokenizer
 
 
 def predict_examples(strategy, model, task, examples, tokenizer, path,
@@ -72,34 +57,24 @@ def predict_examples(strategy, model, task, examples, tokenizer, path,
 
 def main(_):
   strategy = distribute.get_strategy(**runner_flags.tpu_flag_values())
-  processor, config, tokenizer = check_flags()
+  per_replica = runner_flags.check_finetuning_flags(strategy)
+  processor = data.get_processor(FLAGS.task_name)
+  config, tokenizer = model_inputs.load_config_and_tokenizer(
+      FLAGS.bert_config_file, FLAGS.vocab_file, FLAGS.do_lower_case,
+      FLAGS.init_checkpoint, FLAGS.max_seq_length)
   task = classifier_task.ClassificationTask(
       config, FLAGS.max_seq_length, processor.get_labels(), processor.METRICS)
-  per_replica = runner_flags.per_replica_batch("train_batch_size", strategy)
-  for name in ("eval_batch_size", "predict_batch_size"):
-    runner_flags.per_replica_batch(name, strategy)
-
-  train_examples, num_train_steps, num_warmup_steps = None, 1, 0
-  if FLAGS.do_train:
-    train_examples = processor.get_train_examples(FLAGS.data_dir)
-    num_train_steps, num_warmup_steps = optimization.finetuning_steps(
-        len(train_examples), FLAGS.train_batch_size, FLAGS.num_train_epochs,
-        FLAGS.warmup_proportion)
-  trainer = runner_flags.trainer_from_flags(strategy, task, num_train_steps,
-                                           num_warmup_steps)
-  trainer.initialize(FLAGS.init_checkpoint, new_variables=task.new_variables)
+  train_examples = (processor.get_train_examples(FLAGS.data_dir)
+                    if FLAGS.do_train else [])
+  trainer = runner_flags.finetuning_trainer(strategy, task,
+                                            len(train_examples))
 
   if FLAGS.do_train:
     train_file = os.path.join(FLAGS.output_dir, "train.tf_record")
     features.write_features(train_examples, task.label_list,
                             FLAGS.max_seq_length, tokenizer, train_file)
-    logging.info("***** Running training *****")
-    logging.info("  Num examples = %d", len(train_examples))
-    logging.info("  Batch size = %d", FLAGS.train_batch_size)
-    logging.info("  Num steps = %d", num_train_steps)
-    trainer.train(input_pipeline.training_dataset_fn(
-        [train_file], task.name_to_features(True), per_replica, FLAGS.seed),
-                  FLAGS.train_batch_size)
+    runner_flags.train_on_records(trainer, task, train_file,
+                                  len(train_examples), per_replica)
 
   if FLAGS.do_eval:
     eval_examples = processor.get_dev_examples(FLAGS.data_dir)

@@ -16,9 +16,12 @@ from modeling.config import BertConfig
 from modeling.config import ConfigError
 from modeling.heads import ClassifierHead
 from modeling.heads import MaskedLMHead
+from modeling.heads import MultipleChoiceHead
 from modeling.heads import NextSentenceHead
 from modeling.heads import SquadHead
 from modeling.layers import gelu
 from modeling.layers import get_activation
+from modeling.multiple_choice import BertMultipleChoice
 from modeling.pretrainer import BertPretrainer
 from modeling.squad_model import BertSquadModel
+from modeling.task_model import BertTaskModel

@@ -73,6 +73,11 @@ HEAD_VARIABLES = collections.OrderedDict([
         ("cls/squad/output_weights", "output_weights"),
         ("cls/squad/output_bias", "output_bias"),
     )),
+    # The original has no SWAG runner; the scope follows run_squad's.
+    (heads.MultipleChoiceHead, (
+        ("cls/swag/output_weights", "output_weights"),
+        ("cls/swag/output_bias", "output_bias"),
+    )),
 ])
 
 

@@ -1,14 +1,11 @@
 """BertClassifier: BertModel with run_classifier's layer on the pooled
 output."""
 
-import tensorflow as tf
-import tf_keras as keras
-
-from modeling import bert_model
 from modeling import heads
+from modeling import task_model
 
 
-class BertClassifier(keras.Model):
+class BertClassifier(task_model.BertTaskModel):
   """BertModel plus the classification layer on the pooled output."""
 
   def __init__(self, config, num_labels, use_one_hot_embeddings=False,
@@ -23,12 +20,10 @@ class BertClassifier(keras.Model):
       name: Keras name.
       **kwargs: passed to keras.Model.
     """
-    super().__init__(name=name, **kwargs)
-    self.config = config
-    self.bert = bert_model.BertModel(config, use_one_hot_embeddings, seed)
+    super().__init__(config, use_one_hot_embeddings, seed, name, **kwargs)
     self.classifier = heads.ClassifierHead(num_labels, config.hidden_size,
                                            seed=(seed or 0) + 7919)
-    self.call({"input_ids": tf.zeros([1, 1], tf.int32)}, training=False)
+    self.build_weights()
 
   def call(self, inputs, training=None):
     """Returns float [B, num_labels] logits for BertModel's inputs."""

@@ -3,7 +3,7 @@
 A head is a Keras layer holding the task's new weights under the original's
 names (modeling/checkpoint.py maps each head class to them). The task models
 that join a BertModel to its heads are beside this file: pretrainer.py,
-classifier.py, squad_model.py.
+classifier.py, squad_model.py, multiple_choice.py.
 """
 
 import tensorflow as tf
@@ -125,6 +125,16 @@ class ClassifierHead(OutputLayer):
   def call(self, pooled_output, training=None):
     """Maps pooled [B, H] to float [B, num_labels] logits."""
     return self.logits(self.dropout(pooled_output, training=training))
+
+
+class MultipleChoiceHead(ClassifierHead):
+  """The SWAG layer, scope cls/swag: the classifier layer with one output,
+  a score per choice (output_weights [1, H], output_bias [1]); the softmax
+  runs over an example's choices."""
+
+  def __init__(self, hidden_size, seed=0, name="swag", **kwargs):
+    """Args: hidden_size: int H; seed: int, of the dropout masks."""
+    super().__init__(1, hidden_size, seed, name, **kwargs)
 
 
 class SquadHead(OutputLayer):

@@ -1,14 +1,11 @@
 """BertSquadModel: BertModel with run_squad's span layer on the sequence
 output."""
 
-import tensorflow as tf
-import tf_keras as keras
-
-from modeling import bert_model
 from modeling import heads
+from modeling import task_model
 
 
-class BertSquadModel(keras.Model):
+class BertSquadModel(task_model.BertTaskModel):
   """BertModel plus the SQuAD span layer on the sequence output."""
 
   def __init__(self, config, use_one_hot_embeddings=False, seed=None,
@@ -22,11 +19,9 @@ class BertSquadModel(keras.Model):
       name: Keras name.
       **kwargs: passed to keras.Model.
     """
-    super().__init__(name=name, **kwargs)
-    self.config = config
-    self.bert = bert_model.BertModel(config, use_one_hot_embeddings, seed)
+    super().__init__(config, use_one_hot_embeddings, seed, name, **kwargs)
     self.squad = heads.SquadHead(config.hidden_size)
-    self.call({"input_ids": tf.zeros([1, 1], tf.int32)}, training=False)
+    self.build_weights()
 
   def call(self, inputs, training=None):
     """Returns (start_logits, end_logits), float [B, T] each, for

@@ -141,3 +141,11 @@ def test_pearson_and_spearman_by_hand():
   # dy = (-1.5, 0, 1.5, 0), sum dx dy = 3, sum dy^2 = 4.5.
   assert metrics.spearman(x, y) == pytest.approx(3 / np.sqrt(5 * 4.5))
   assert metrics.spearman(x, [10, 20, 30, 40]) == pytest.approx(1.0)
+
+
+def test_softmax_by_hand():
+  got = metrics.softmax(np.array([[0.0, np.log(3.0)], [1000.0, 1000.0]],
+                                 np.float32))
+  assert got.dtype == np.float32
+  # Large logits do not overflow: the row maximum is subtracted first.
+  np.testing.assert_allclose(got, [[0.25, 0.75], [0.5, 0.5]], rtol=1e-6)

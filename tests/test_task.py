@@ -13,6 +13,7 @@ from runner_lib.core import task as task_lib
 from runner_lib.core import training
 from runner_lib.pretraining import task as pretraining_task
 from runner_lib.squad import task as squad_task
+from runner_lib.swag import task as swag_task
 from tests.test_modeling import tiny_config
 
 SEQ = 12
@@ -26,6 +27,8 @@ TASKS = {
         config, SEQ, ["a", "b", "c"]), ("output_weights", "output_bias")),
     "squad": (lambda config: squad_task.SquadTask(config, SEQ),
               ("cls/squad/output_weights", "cls/squad/output_bias")),
+    "swag": (lambda config: swag_task.SwagTask(config, SEQ),
+             ("cls/swag/output_weights", "cls/swag/output_bias")),
 }
 
 
@@ -33,9 +36,9 @@ def test_every_task_package_registers_its_task():
   assert task_lib.registered() == sorted(TASKS)
   assert task_lib.get_task_class("squad") is squad_task.SquadTask
   with pytest.raises(errors.InputError,
-                     match="Unknown task 'swag'. Known tasks: classifier, "
-                     "pretraining, squad."):
-    task_lib.get_task_class("swag")
+                     match="Unknown task 'glue'. Known tasks: %s." %
+                     ", ".join(sorted(TASKS))):
+    task_lib.get_task_class("glue")
 
 
 def test_a_name_is_registered_once():
@@ -76,7 +79,8 @@ def test_new_variables_are_what_a_pretrained_checkpoint_lacks(name,
   for is_training in (True, False):
     schema = task.name_to_features(is_training)
     for key in ("input_ids", "input_mask", "segment_ids"):
-      assert schema[key].shape == [SEQ]
+      # [SEQ], or [choices, SEQ] for multiple choice.
+      assert schema[key].shape[-1] == SEQ
 
 
 class SpanModel(tf_keras.Model):

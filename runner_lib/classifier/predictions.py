@@ -7,6 +7,7 @@ from absl import logging
 import numpy as np
 
 from runner_lib.core import fileio
+from runner_lib.core import metrics
 
 
 def probabilities(logits, regression):
@@ -14,8 +15,7 @@ def probabilities(logits, regression):
   regression: the raw scores [N, 1])."""
   if regression:
     return logits.astype(np.float32)
-  exp = np.exp(logits - logits.max(-1, keepdims=True))
-  return (exp / exp.sum(-1, keepdims=True)).astype(np.float32)
+  return metrics.softmax(logits)
 
 
 def write_predictions(output_dir, probs, label_list, submission_name):

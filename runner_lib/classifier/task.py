@@ -4,6 +4,7 @@ import tensorflow as tf
 
 import modeling
 from runner_lib.classifier import features
+from runner_lib.core import losses
 from runner_lib.core import metrics
 from runner_lib.core import task
 
@@ -41,13 +42,10 @@ class ClassificationTask(task.Task):
 
   def per_example_loss(self, logits, labels):
     """Cross-entropy (squared error for a score), float32 [B]."""
-    logits = tf.cast(logits, tf.float32)
     if self.regression:
-      return tf.square(logits[:, 0] - tf.cast(labels, tf.float32))
-    log_probs = tf.nn.log_softmax(logits, axis=-1)
-    return -tf.reduce_sum(
-        tf.one_hot(tf.cast(labels, tf.int32), self.num_labels) * log_probs,
-        axis=-1)
+      return tf.square(tf.cast(logits[:, 0], tf.float32) -
+                       tf.cast(labels, tf.float32))
+    return losses.cross_entropy(logits, labels)
 
   def loss(self, model, batch, training):
     """The original: mean cross-entropy (mean squared error for a score)."""

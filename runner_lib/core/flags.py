@@ -1,10 +1,13 @@
 """Flag definitions shared by runners, each defined here once."""
 
 from absl import flags
+from absl import logging
 import tensorflow as tf
 import tf_keras
 
 from runner_lib.core import errors
+from runner_lib.core import input_pipeline
+from runner_lib.core import optimization
 from runner_lib.core import training
 
 FLAGS = flags.FLAGS
@@ -210,3 +213,71 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
       FLAGS.keep_checkpoint_max, FLAGS.use_xla,
       FLAGS.gradient_accumulation_steps, FLAGS.optimizer,
       loss_scaling=FLAGS.precision == "float16")
+
+
+def check_finetuning_flags(strategy):
+  """The checks every fine-tuning runner makes before any work.
+
+  Args:
+    strategy: tf.distribute.Strategy the batches split over.
+
+  Returns:
+    int, the per-replica training batch.
+
+  Raises:
+    errors.InputError: no do_train / do_eval / do_predict, an integer flag
+      below 1, or a batch size that does not split over the replicas.
+  """
+  if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
+    raise errors.InputError("At least one of `do_train`, `do_eval` or "
+                            "`do_predict' must be True.")
+  check_positive(POSITIVE_TRAINING_FLAGS)
+  for name in ("eval_batch_size", "predict_batch_size"):
+    per_replica_batch(name, strategy)
+  return per_replica_batch("train_batch_size", strategy)
+
+
+def finetuning_trainer(strategy, task, num_train_examples):
+  """The Trainer of a fine-tuning run, initialized from --init_checkpoint
+  (or its own latest checkpoint in --output_dir).
+
+  Args:
+    strategy: tf.distribute.Strategy.
+    task: core/task.Task; its new_variables may be missing from the
+      initial checkpoint.
+    num_train_examples: int, the training set's size (ignored without
+      --do_train); with --num_train_epochs and --warmup_proportion it sets
+      the steps.
+
+  Returns:
+    training.Trainer.
+  """
+  num_train_steps, num_warmup_steps = 1, 0
+  if FLAGS.do_train:
+    num_train_steps, num_warmup_steps = optimization.finetuning_steps(
+        num_train_examples, FLAGS.train_batch_size, FLAGS.num_train_epochs,
+        FLAGS.warmup_proportion)
+  trainer = trainer_from_flags(strategy, task, num_train_steps,
+                               num_warmup_steps)
+  trainer.initialize(FLAGS.init_checkpoint, new_variables=task.new_variables)
+  return trainer
+
+
+def train_on_records(trainer, task, train_file, num_examples, per_replica):
+  """Trains on a record file of num_examples examples, as the original
+  logs it.
+
+  Args:
+    trainer: training.Trainer, from finetuning_trainer.
+    task: core/task.Task, the records' schema.
+    train_file: str, the TFRecord file.
+    num_examples: int, for the log.
+    per_replica: int, the per-replica batch (check_finetuning_flags).
+  """
+  logging.info("***** Running training *****")
+  logging.info("  Num examples = %d", num_examples)
+  logging.info("  Batch size = %d", FLAGS.train_batch_size)
+  logging.info("  Num steps = %d", trainer.num_train_steps)
+  trainer.train(input_pipeline.training_dataset_fn(
+      [train_file], task.name_to_features(True), per_replica, FLAGS.seed),
+                FLAGS.train_batch_size)

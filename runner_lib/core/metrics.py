@@ -1,6 +1,15 @@
-"""GLUE metrics: accuracy, F1, Matthews correlation, Pearson, Spearman."""
+"""Evaluation metrics (GLUE's: accuracy, F1, Matthews correlation,
+Pearson, Spearman) and the softmax that turns logits into the original's
+probabilities, on NumPy arrays."""
 
 import numpy as np
+
+
+def softmax(logits):
+  """float32 [..., N] probabilities of logits [..., N], over the last
+  axis."""
+  exp = np.exp(logits - logits.max(-1, keepdims=True))
+  return (exp / exp.sum(-1, keepdims=True)).astype(np.float32)
 
 
 def accuracy(labels, predictions):

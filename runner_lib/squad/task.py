@@ -3,6 +3,7 @@
 import tensorflow as tf
 
 import modeling
+from runner_lib.core import losses
 from runner_lib.core import task
 from runner_lib.squad import features
 
@@ -17,10 +18,7 @@ def span_loss(logits, positions):
   Returns:
     float32 scalar.
   """
-  log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
-  one_hot = tf.one_hot(tf.cast(positions, tf.int32), tf.shape(logits)[-1],
-                       dtype=tf.float32)
-  return -tf.reduce_mean(tf.reduce_sum(one_hot * log_probs, axis=-1))
+  return tf.reduce_mean(losses.cross_entropy(logits, positions))
 
 
 @task.register("squad")

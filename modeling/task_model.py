@@ -1,0 +1,35 @@
+"""BertTaskModel: what every fine-tuning model shares, a BertModel held as
+`.bert` (where modeling/checkpoint.py looks for it) with heads on top."""
+
+import tensorflow as tf
+import tf_keras as keras
+
+from modeling import bert_model
+
+
+class BertTaskModel(keras.Model):
+  """A BertModel plus the heads a subclass adds after __init__."""
+
+  def __init__(self, config, use_one_hot_embeddings=False, seed=None,
+               name=None, **kwargs):
+    """Creates the BertModel (its weights first, as the original's graph).
+
+    Args:
+      config: a BertConfig.
+      use_one_hot_embeddings: bool, passed to BertModel.
+      seed: int or None, passed to BertModel.
+      name: Keras name.
+      **kwargs: passed to keras.Model.
+    """
+    super().__init__(name=name, **kwargs)
+    self.config = config
+    self.bert = bert_model.BertModel(config, use_one_hot_embeddings, seed)
+
+  def build_weights(self, input_shape=(1, 1)):
+    """Runs the model once on zero ids so every weight exists before a
+    checkpoint is loaded into it.
+
+    Args:
+      input_shape: shape of the int32 input_ids the model's call takes.
+    """
+    self.call({"input_ids": tf.zeros(input_shape, tf.int32)}, training=False)
