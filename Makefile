@@ -29,4 +29,5 @@ benchmark: $(VENV_STAMP)
 	$(PYTHON) benchmarks/bench_classifier.py
 	$(PYTHON) benchmarks/bench_squad.py
 	$(PYTHON) benchmarks/bench_swag.py
+	$(PYTHON) benchmarks/bench_ner.py
 	$(PYTHON) benchmarks/bench_create_pretraining_data.py

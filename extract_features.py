@@ -23,7 +23,6 @@ from runner_lib.core import distribute
 from runner_lib.core import errors
 from runner_lib.core import fileio
 from runner_lib.core import flags as runner_flags
-from runner_lib.core import model_inputs
 from runner_lib.core import predict
 from runner_lib.extraction import data
 from runner_lib.extraction import jsonl
@@ -61,9 +60,7 @@ def check_flags():
   Raises:
     errors.InputError, modeling.ConfigError, modeling.CheckpointError.
   """
-  config, tokenizer = model_inputs.load_config_and_tokenizer(
-      FLAGS.bert_config_file, FLAGS.vocab_file, FLAGS.do_lower_case,
-      FLAGS.init_checkpoint, FLAGS.max_seq_length)
+  config, tokenizer = runner_flags.config_and_tokenizer()
   runner_flags.check_positive(("batch_size",))
   layer_indexes = data.parse_layers(FLAGS.layers, config.num_hidden_layers)
   checkpoint = modeling.resolve_checkpoint_path(FLAGS.init_checkpoint)

@@ -16,7 +16,6 @@ Tasks: cola, mnli (mnli-mm for the mismatched dev set), mrpc, sst-2, sts-b
 import os
 
 from absl import flags
-from absl import logging
 
 from runner_lib.classifier import data
 from runner_lib.classifier import features
@@ -24,10 +23,7 @@ from runner_lib.classifier import predictions
 from runner_lib.classifier import task as classifier_task
 from runner_lib.core import distribute
 from runner_lib.core import errors
-from runner_lib.core import fileio
 from runner_lib.core import flags as runner_flags
-from runner_lib.core import model_inputs
-from runner_lib.core import predict
 
 FLAGS = flags.FLAGS
 
@@ -40,28 +36,11 @@ runner_flags.define_finetuning_flags()
 runner_flags.define_tpu_flags()
 
 
-def predict_examples(strategy, model, task, examples, tokenizer, path,
-                     batch_size):
-  """Writes examples to path as records and runs the model over them.
-
-  Returns:
-    dict of numpy arrays, task.predict's outputs, one row per example.
-  """
-  count = features.write_features(examples, task.label_list,
-                                  task.max_seq_length, tokenizer, path,
-                                  batch_size)
-  return predict.predict_records(
-      strategy, lambda batch: task.predict(model, batch), path,
-      task.name_to_features(False), batch_size, num_records=count)
-
-
 def main(_):
   strategy = distribute.get_strategy(**runner_flags.tpu_flag_values())
   per_replica = runner_flags.check_finetuning_flags(strategy)
   processor = data.get_processor(FLAGS.task_name)
-  config, tokenizer = model_inputs.load_config_and_tokenizer(
-      FLAGS.bert_config_file, FLAGS.vocab_file, FLAGS.do_lower_case,
-      FLAGS.init_checkpoint, FLAGS.max_seq_length)
+  config, tokenizer = runner_flags.config_and_tokenizer()
   task = classifier_task.ClassificationTask(
       config, FLAGS.max_seq_length, processor.get_labels(), processor.METRICS)
   train_examples = (processor.get_train_examples(FLAGS.data_dir)
@@ -78,32 +57,27 @@ def main(_):
 
   if FLAGS.do_eval:
     eval_examples = processor.get_dev_examples(FLAGS.data_dir)
-    logging.info("***** Running evaluation *****")
-    logging.info("  Num examples = %d", len(eval_examples))
-    outputs = predict_examples(
-        strategy, trainer.model, task, eval_examples, tokenizer,
-        os.path.join(FLAGS.output_dir, "eval.tf_record"),
-        FLAGS.eval_batch_size)
-    results = task.eval_results(outputs)
-    results["global_step"] = trainer.step
-    if trainer.chief:
-      fileio.write_eval_results(
-          os.path.join(FLAGS.output_dir, "eval_results.txt"), results)
+    eval_file = os.path.join(FLAGS.output_dir, "eval.tf_record")
+    count = features.write_features(eval_examples, task.label_list,
+                                    FLAGS.max_seq_length, tokenizer,
+                                    eval_file, FLAGS.eval_batch_size)
+    outputs = runner_flags.predict_on_records(
+        trainer, task, eval_file, count, FLAGS.eval_batch_size, "evaluation")
+    runner_flags.write_eval_results(trainer, task.eval_results(outputs))
 
   if FLAGS.do_predict:
     test_examples = processor.get_test_examples(FLAGS.data_dir)
-    logging.info("***** Running prediction *****")
-    logging.info("  Num examples = %d", len(test_examples))
-    outputs = predict_examples(
-        strategy, trainer.model, task, test_examples, tokenizer,
-        os.path.join(FLAGS.output_dir, "predict.tf_record"),
-        FLAGS.predict_batch_size)
+    predict_file = os.path.join(FLAGS.output_dir, "predict.tf_record")
+    count = features.write_features(test_examples, task.label_list,
+                                    FLAGS.max_seq_length, tokenizer,
+                                    predict_file, FLAGS.predict_batch_size)
+    outputs = runner_flags.predict_on_records(
+        trainer, task, predict_file, count, FLAGS.predict_batch_size)
     if trainer.chief:
       predictions.write_predictions(
           FLAGS.output_dir,
           predictions.probabilities(outputs["logits"], task.regression),
           task.label_list, processor.SUBMISSION_NAME)
-
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["data_dir", "task_name", "vocab_file",

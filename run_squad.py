@@ -28,7 +28,6 @@ from runner_lib.core import errors
 from runner_lib.core import fileio
 from runner_lib.core import flags as runner_flags
 from runner_lib.core import input_pipeline
-from runner_lib.core import model_inputs
 from runner_lib.core import optimization
 from runner_lib.core import predict
 from runner_lib.squad import data
@@ -94,9 +93,7 @@ def check_flags():
     raise errors.InputError(
         "If `do_predict` is True, then `predict_file` must be specified.")
   runner_flags.check_positive(runner_flags.POSITIVE_TRAINING_FLAGS)
-  config, tokenizer = model_inputs.load_config_and_tokenizer(
-      FLAGS.bert_config_file, FLAGS.vocab_file, FLAGS.do_lower_case,
-      FLAGS.init_checkpoint, FLAGS.max_seq_length)
+  config, tokenizer = runner_flags.config_and_tokenizer()
   if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:
     raise errors.InputError(
         "The max_seq_length (%d) must be greater than max_query_length "

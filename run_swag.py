@@ -19,15 +19,11 @@ softmax over the four picks the ending.
 import os
 
 from absl import flags
-from absl import logging
 
 from runner_lib.core import distribute
 from runner_lib.core import errors
-from runner_lib.core import fileio
 from runner_lib.core import flags as runner_flags
 from runner_lib.core import metrics
-from runner_lib.core import model_inputs
-from runner_lib.core import predict
 from runner_lib.swag import data
 from runner_lib.swag import features
 from runner_lib.swag import predictions
@@ -46,26 +42,10 @@ FLAGS.set_default("train_batch_size", 16)
 FLAGS.set_default("learning_rate", 2e-5)
 
 
-def predict_examples(strategy, model, task, examples, tokenizer, path,
-                     batch_size):
-  """Writes examples to path as records and runs the model over them.
-
-  Returns:
-    dict of numpy arrays, task.predict's outputs, one row per example.
-  """
-  count = features.write_features(examples, task.max_seq_length, tokenizer,
-                                  path)
-  return predict.predict_records(
-      strategy, lambda batch: task.predict(model, batch), path,
-      task.name_to_features(False), batch_size, num_records=count)
-
-
 def main(_):
   strategy = distribute.get_strategy(**runner_flags.tpu_flag_values())
   per_replica = runner_flags.check_finetuning_flags(strategy)
-  config, tokenizer = model_inputs.load_config_and_tokenizer(
-      FLAGS.bert_config_file, FLAGS.vocab_file, FLAGS.do_lower_case,
-      FLAGS.init_checkpoint, FLAGS.max_seq_length)
+  config, tokenizer = runner_flags.config_and_tokenizer()
   task = swag_task.SwagTask(config, FLAGS.max_seq_length)
   # Read every input before the first output, so that bad data stops the
   # run before it writes anything.
@@ -86,29 +66,22 @@ def main(_):
                                   len(train_examples), per_replica)
 
   if FLAGS.do_eval:
-    logging.info("***** Running evaluation *****")
-    logging.info("  Num examples = %d", len(eval_examples))
-    outputs = predict_examples(
-        strategy, trainer.model, task, eval_examples, tokenizer,
-        os.path.join(FLAGS.output_dir, "eval.tf_record"),
-        FLAGS.eval_batch_size)
-    results = task.eval_results(outputs)
-    results["global_step"] = trainer.step
-    if trainer.chief:
-      fileio.write_eval_results(
-          os.path.join(FLAGS.output_dir, "eval_results.txt"), results)
+    eval_file = os.path.join(FLAGS.output_dir, "eval.tf_record")
+    count = features.write_features(eval_examples, FLAGS.max_seq_length,
+                                    tokenizer, eval_file)
+    outputs = runner_flags.predict_on_records(
+        trainer, task, eval_file, count, FLAGS.eval_batch_size, "evaluation")
+    runner_flags.write_eval_results(trainer, task.eval_results(outputs))
 
   if FLAGS.do_predict:
-    logging.info("***** Running prediction *****")
-    logging.info("  Num examples = %d", len(test_examples))
-    outputs = predict_examples(
-        strategy, trainer.model, task, test_examples, tokenizer,
-        os.path.join(FLAGS.output_dir, "predict.tf_record"),
-        FLAGS.predict_batch_size)
+    predict_file = os.path.join(FLAGS.output_dir, "predict.tf_record")
+    count = features.write_features(test_examples, FLAGS.max_seq_length,
+                                    tokenizer, predict_file)
+    outputs = runner_flags.predict_on_records(
+        trainer, task, predict_file, count, FLAGS.predict_batch_size)
     if trainer.chief:
       predictions.write_predictions(FLAGS.output_dir, test_examples,
                                     metrics.softmax(outputs["logits"]))
-
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["data_dir", "vocab_file", "bert_config_file",

@@ -15,13 +15,17 @@ from modeling.classifier import BertClassifier
 from modeling.config import BertConfig
 from modeling.config import ConfigError
 from modeling.heads import ClassifierHead
+from modeling.heads import FeatureTaggerHead
 from modeling.heads import MaskedLMHead
 from modeling.heads import MultipleChoiceHead
 from modeling.heads import NextSentenceHead
 from modeling.heads import SquadHead
+from modeling.heads import TokenClassifierHead
 from modeling.layers import gelu
 from modeling.layers import get_activation
 from modeling.multiple_choice import BertMultipleChoice
 from modeling.pretrainer import BertPretrainer
 from modeling.squad_model import BertSquadModel
 from modeling.task_model import BertTaskModel
+from modeling.token_classifier import BertFeatureTagger
+from modeling.token_classifier import BertTokenClassifier

@@ -73,11 +73,29 @@ HEAD_VARIABLES = collections.OrderedDict([
         ("cls/squad/output_weights", "output_weights"),
         ("cls/squad/output_bias", "output_bias"),
     )),
-    # The original has no SWAG runner; the scope follows run_squad's.
+    # The original has no SWAG or NER runner; their scopes follow
+    # run_squad's.
     (heads.MultipleChoiceHead, (
         ("cls/swag/output_weights", "output_weights"),
         ("cls/swag/output_bias", "output_bias"),
     )),
+    (heads.TokenClassifierHead, (
+        ("cls/ner/output_weights", "output_weights"),
+        ("cls/ner/output_bias", "output_bias"),
+    )),
+    # layer_weights only where the head mixes layers by a weighted sum.
+    (heads.FeatureTaggerHead, (
+        ("cls/ner_features/layer_weights", "layer_weights"),
+    ) + tuple(
+        ("cls/ner_features/lstm_%d/%s/%s" % (i, direction, weight),
+         "lstms.%d.%s_layer.cell.%s" % (i, direction, weight))
+        for i in range(heads.FeatureTaggerHead.NUM_LSTM_LAYERS)
+        for direction in ("forward", "backward")
+        for weight in ("kernel", "recurrent_kernel", "bias")) + (
+            ("cls/ner_features/output_weights",
+             "output_layer.output_weights"),
+            ("cls/ner_features/output_bias", "output_layer.output_bias"),
+        )),
 ])
 
 
@@ -159,7 +177,9 @@ def variable_map(model):
   for head_class, entries in HEAD_VARIABLES.items():
     if head_class in model_heads:
       for name, path in entries:
-        names[name] = _resolve(model_heads[head_class], path)
+        variable = _resolve(model_heads[head_class], path)
+        if variable is not None:  # An optional weight the head lacks.
+          names[name] = variable
   return names
 
 

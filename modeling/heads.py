@@ -3,7 +3,7 @@
 A head is a Keras layer holding the task's new weights under the original's
 names (modeling/checkpoint.py maps each head class to them). The task models
 that join a BertModel to its heads are beside this file: pretrainer.py,
-classifier.py, squad_model.py, multiple_choice.py.
+classifier.py, squad_model.py, multiple_choice.py, token_classifier.py.
 """
 
 import tensorflow as tf
@@ -135,6 +135,77 @@ class MultipleChoiceHead(ClassifierHead):
   def __init__(self, hidden_size, seed=0, name="swag", **kwargs):
     """Args: hidden_size: int H; seed: int, of the dropout masks."""
     super().__init__(1, hidden_size, seed, name, **kwargs)
+
+
+class TokenClassifierHead(ClassifierHead):
+  """The NER layer, scope cls/ner: the classifier layer (dropout 0.1,
+  output_weights [num_labels, H], output_bias [num_labels]) applied at every
+  position of the sequence output."""
+
+  def __init__(self, num_labels, hidden_size, seed=0, name="ner", **kwargs):
+    """Args: num_labels: int; hidden_size: int H; seed: int, of the
+    dropout masks."""
+    super().__init__(num_labels, hidden_size, seed, name, **kwargs)
+
+
+class FeatureTaggerHead(keras.layers.Layer):
+  """The paper's feature-based NER tagger, scope cls/ner_features: hidden
+  layers of a frozen BERT, concatenated or mixed by a learned weighted sum,
+  then a 2-layer bidirectional LSTM and a linear layer at every position.
+  """
+
+  NUM_LSTM_LAYERS = 2
+
+  def __init__(self, num_labels, num_features, lstm_units,
+               weighted_sum=False, seed=0, name="ner_features", **kwargs):
+    """Creates the head.
+
+    Args:
+      num_labels: int.
+      num_features: int, how many BERT layers feed it.
+      lstm_units: int, units per direction of each LSTM layer (768 in the
+        paper).
+      weighted_sum: bool, mix the layers by softmax-normalized learned
+        weights (layer_weights [num_features], starting equal) instead of
+        concatenating them.
+      seed: int, of the dropout masks.
+      name: Keras name.
+      **kwargs: passed to keras.layers.Layer.
+    """
+    super().__init__(name=name, **kwargs)
+    self.layer_weights = None
+    if weighted_sum:
+      self.layer_weights = self.add_weight(
+          "layer_weights", shape=[num_features], initializer="zeros")
+    self.lstms = [
+        keras.layers.Bidirectional(
+            keras.layers.LSTM(lstm_units, return_sequences=True),
+            name="lstm_%d" % i) for i in range(self.NUM_LSTM_LAYERS)]
+    self.dropout = layers.Dropout(0.1, seed)
+    self.output_layer = OutputLayer(num_labels, 2 * lstm_units, 0.02,
+                                    name="output")
+
+  def call(self, features, input_mask, training=None):
+    """Tags every position.
+
+    Args:
+      features: list of num_features float [B, T, H], BERT's layers.
+      input_mask: int [B, T], 1 for real tokens; the LSTMs skip the rest.
+      training: bool, whether dropout is active.
+
+    Returns:
+      float [B, T, num_labels] logits.
+    """
+    if self.layer_weights is None:
+      hidden = tf.concat(features, axis=-1)  # [B, T, H * num_features]
+    else:
+      weights = tf.nn.softmax(tf.cast(self.layer_weights, features[0].dtype))
+      hidden = tf.add_n([w * f for w, f in
+                         zip(tf.unstack(weights), features)])  # [B, T, H]
+    mask = tf.cast(input_mask, tf.bool)
+    for lstm in self.lstms:
+      hidden = lstm(hidden, mask=mask, training=training)  # [B, T, 2 units]
+    return self.output_layer.logits(self.dropout(hidden, training=training))
 
 
 class SquadHead(OutputLayer):

@@ -37,8 +37,8 @@ def modules_of(package_dir):
 
 
 def test_the_packages_are_there():
-  assert TASK_PACKAGES == ["classifier", "extraction", "pretraining", "squad",
-                           "swag"]
+  assert TASK_PACKAGES == ["classifier", "extraction", "ner", "pretraining",
+                           "squad", "swag"]
 
 
 def test_core_imports_no_task_package():

@@ -190,3 +190,14 @@ def test_pretraining_heads_match_numpy(tmp_path):
       reference.np_next_sentence(weights, want["pooled_output"]), atol=1e-5)
   # The output projection is the word embedding table itself.
   assert model.masked_lm.embedding_table is model.bert.embedding_table
+
+
+def test_feature_layers_resolve_like_extract_features_layers():
+  resolve = modeling.token_classifier.resolve_layers
+  # Indexes into [embedding output, layer 0, ..., layer 11].
+  assert resolve([-1, -2, -3, -4], 12) == [12, 11, 10, 9]
+  assert resolve(["embeddings", 0, 11], 12) == [0, 1, 12]
+  with pytest.raises(ValueError, match="Layer 12 does not exist"):
+    resolve([12], 12)
+  with pytest.raises(ValueError, match="named twice"):
+    resolve([-1, 11], 12)

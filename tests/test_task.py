@@ -11,6 +11,7 @@ from runner_lib.classifier import task as classifier_task
 from runner_lib.core import errors
 from runner_lib.core import task as task_lib
 from runner_lib.core import training
+from runner_lib.ner import task as ner_task
 from runner_lib.pretraining import task as pretraining_task
 from runner_lib.squad import task as squad_task
 from runner_lib.swag import task as swag_task
@@ -29,6 +30,17 @@ TASKS = {
               ("cls/squad/output_weights", "cls/squad/output_bias")),
     "swag": (lambda config: swag_task.SwagTask(config, SEQ),
              ("cls/swag/output_weights", "cls/swag/output_bias")),
+    "ner": (lambda config: ner_task.NerTask(config, SEQ, ["O", "B-X", "I-X"]),
+            ("cls/ner/output_weights", "cls/ner/output_bias")),
+    "ner_features": (
+        lambda config: ner_task.FeatureBasedNerTask(
+            config, SEQ, ["O", "B-X", "I-X"], (-1, "embeddings"),
+            weighted_sum=True, lstm_units=8),
+        ("cls/ner_features/layer_weights",) + tuple(
+            "cls/ner_features/lstm_%d/%s/%s" % (layer, direction, weight)
+            for layer in (0, 1) for direction in ("forward", "backward")
+            for weight in ("kernel", "recurrent_kernel", "bias")) +
+        ("cls/ner_features/output_weights", "cls/ner_features/output_bias")),
 }
 
 
@@ -145,3 +157,39 @@ def test_classifier_eval_results_by_hand():
   assert results == {"eval_loss": 1.0, "loss": 1.0,
                      "eval_accuracy": pytest.approx(2 / 3),
                      "f1": pytest.approx(2 / 3)}
+
+
+def test_feature_based_trainer_trains_only_the_tagger(tmp_path):
+  task = ner_task.FeatureBasedNerTask(tiny_config(), SEQ, ["O", "B-X", "I-X"],
+                                      (-1, -2), lstm_units=8)
+  trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
+                             task.loss, str(tmp_path), 1e-3, 10, 0)
+  # BERT is frozen (the model's trainable variables leave it out, though
+  # each of its tf.Variables still says trainable=True).
+  assert trainer.names and all(n.startswith("cls/ner_features/")
+                               for n in trainer.names)
+  assert len(trainer.names) == 14  # no layer_weights when concatenating
+  rng = np.random.RandomState(0)
+  batch = {"input_ids": tf.constant(rng.randint(5, 99, [2, SEQ]), tf.int32),
+           "input_mask": tf.ones([2, SEQ], tf.int32),
+           "segment_ids": tf.zeros([2, SEQ], tf.int32),
+           "label_ids": tf.constant(rng.randint(0, 3, [2, SEQ]), tf.int32),
+           "label_mask": tf.ones([2, SEQ], tf.int32)}
+  bert_before = [v.numpy() for v in trainer.model.bert.weights]
+  tagger_before = trainer.trainable[0].numpy()
+  trainer.train_step(batch)
+  for before, variable in zip(bert_before, trainer.model.bert.weights):
+    np.testing.assert_array_equal(before, variable.numpy())
+  assert np.abs(trainer.trainable[0].numpy() - tagger_before).max() > 0
+
+
+def test_ner_loss_is_the_mean_over_labelled_pieces():
+  task = ner_task.NerTask(tiny_config(), 3, ["O", "B-X", "I-X"])
+  logits = tf.constant([[[0.0, 0.0, 0.0], [0.0, np.log(2.0), 0.0],
+                         [9.0, 0.0, 0.0]]])
+  batch = {"label_ids": tf.constant([[0, 1, 2]]),
+           "label_mask": tf.constant([[1, 1, 0]])}
+  # Piece 0: -log(1/3); piece 1: -log(2/4); piece 2 unlabelled.
+  want = (np.log(3.0) + np.log(2.0)) / 2
+  got = task.loss(lambda inputs, training: logits, batch, True)
+  np.testing.assert_allclose(float(got), want, rtol=1e-6)

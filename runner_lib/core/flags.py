@@ -1,4 +1,7 @@
-"""Flag definitions shared by runners, each defined here once."""
+"""Flag definitions shared by runners, each defined here once, and the
+steps every fine-tuning runner takes with them."""
+
+import os
 
 from absl import flags
 from absl import logging
@@ -6,8 +9,11 @@ import tensorflow as tf
 import tf_keras
 
 from runner_lib.core import errors
+from runner_lib.core import fileio
 from runner_lib.core import input_pipeline
+from runner_lib.core import model_inputs
 from runner_lib.core import optimization
+from runner_lib.core import predict
 from runner_lib.core import training
 
 FLAGS = flags.FLAGS
@@ -60,6 +66,14 @@ def define_tpu_flags():
       "num_tpu_cores", 8,
       "Total number of TPU cores. Only with --use_tpu; checked against the "
       "cores the TPU reports when given explicitly.")
+
+
+def config_and_tokenizer():
+  """The BertConfig and FullTokenizer that define_model_flags' flags name,
+  checked against each other (model_inputs.load_config_and_tokenizer)."""
+  return model_inputs.load_config_and_tokenizer(
+      FLAGS.bert_config_file, FLAGS.vocab_file, FLAGS.do_lower_case,
+      FLAGS.init_checkpoint, FLAGS.max_seq_length)
 
 
 def tpu_flag_values():
@@ -281,3 +295,35 @@ def train_on_records(trainer, task, train_file, num_examples, per_replica):
   trainer.train(input_pipeline.training_dataset_fn(
       [train_file], task.name_to_features(True), per_replica, FLAGS.seed),
                 FLAGS.train_batch_size)
+
+
+def predict_on_records(trainer, task, path, num_records, batch_size,
+                       mode="prediction"):
+  """Runs task.predict with the trainer's model over a record file.
+
+  Args:
+    trainer: training.Trainer.
+    task: core/task.Task, the records' schema and predict().
+    path: str, the TFRecord file.
+    num_records: int, how many records (from the start) to predict.
+    batch_size: int, the global batch size.
+    mode: str, for the log: "evaluation" or "prediction".
+
+  Returns:
+    dict of numpy arrays, task.predict's outputs, one row per record.
+  """
+  logging.info("***** Running %s *****", mode)
+  logging.info("  Num examples = %d", num_records)
+  return predict.predict_records(
+      trainer.strategy, lambda batch: task.predict(trainer.model, batch),
+      path, task.name_to_features(False), batch_size,
+      num_records=num_records)
+
+
+def write_eval_results(trainer, results):
+  """Adds global_step to results and writes them to
+  --output_dir/eval_results.txt (on the chief only)."""
+  results["global_step"] = trainer.step
+  if trainer.chief:
+    fileio.write_eval_results(
+        os.path.join(FLAGS.output_dir, "eval_results.txt"), results)

@@ -99,8 +99,12 @@ class Trainer(object):
     with strategy.scope():
       self.model = model_fn()
       _check_all_mapped(self.model)
+      # The model's trainable variables, not each variable's own flag: a
+      # layer frozen with `layer.trainable = False` (a feature-based task's
+      # BERT) keeps variables whose flag still says trainable.
+      trainable = {id(v) for v in self.model.trainable_variables}
       weights = {name: v for name, v in modeling.variable_map(self.model).items()
-                 if v.trainable}
+                 if id(v) in trainable}
       self.names = list(weights)
       self.trainable = [weights[n] for n in self.names]
       self.optimizer = optimization.OPTIMIZERS[optimizer](weights)
