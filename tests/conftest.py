@@ -22,6 +22,13 @@ def shared_data():
   return SHARED_DATA
 
 
+def _command(script, args):
+  if isinstance(args, dict):
+    args = ["--%s=%s" % item for item in args.items()]
+  return ([sys.executable, os.path.join(REPO_ROOT, script)] + list(args),
+          dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2"))
+
+
 def run_script(script, args, timeout=600, cwd=None):
   """Runs a top-level script in a new process, as a user would.
 
@@ -34,12 +41,34 @@ def run_script(script, args, timeout=600, cwd=None):
   Returns:
     subprocess.CompletedProcess with text stdout and stderr.
   """
-  if isinstance(args, dict):
-    args = ["--%s=%s" % item for item in args.items()]
-  return subprocess.run(
-      [sys.executable, os.path.join(REPO_ROOT, script)] + list(args),
-      cwd=cwd, capture_output=True, text=True, timeout=timeout,
-      env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2"))
+  command, env = _command(script, args)
+  return subprocess.run(command, cwd=cwd, capture_output=True, text=True,
+                        timeout=timeout, env=env)
+
+
+def run_scripts(runs, timeout=600):
+  """Runs several top-level scripts at once (as run_script each), for
+  independent steps of one test.
+
+  Args:
+    runs: list of (script, args).
+    timeout: seconds, for each.
+
+  Returns:
+    list of subprocess.CompletedProcess, in the order of runs.
+  """
+  processes = []
+  for script, args in runs:
+    command, env = _command(script, args)
+    processes.append((command, subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env)))
+  results = []
+  for command, process in processes:
+    stdout, stderr = process.communicate(timeout=timeout)
+    results.append(subprocess.CompletedProcess(command, process.returncode,
+                                               stdout, stderr))
+  return results
 
 
 def read_results(path):

@@ -38,7 +38,7 @@ def modules_of(package_dir):
 
 def test_the_packages_are_there():
   assert TASK_PACKAGES == ["classifier", "extraction", "ner", "pretraining",
-                           "squad", "swag"]
+                           "serving", "squad", "swag"]
 
 
 def test_core_imports_no_task_package():

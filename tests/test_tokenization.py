@@ -268,6 +268,24 @@ def test_spelled_out_space_separators_are_category_zs():
   assert sorted(graph.ZS_BUT_SPACE + (0x20,)) == zs
 
 
+def test_a_pair_whose_b_has_no_tokens_is_a_single_sentence(stress_vocab_file):
+  tokenizer = tokenization.FullTokenizer(stress_vocab_file)
+  layer = tokenization.BertPreprocessor(stress_vocab_file, True, 8)
+  a = ["hello world " * 5, "hello", "hello world"]
+  b = ["", " \t ", "world"]
+  got = layer([tf.constant(a), tf.constant(b)])
+  for row, (x, y) in enumerate(zip(a, b)):
+    # The original: [CLS] A [SEP] (A cut to 6) where B tokenizes to nothing.
+    want = python_inputs(tokenizer, x, y, 8)
+    for key, index in (("input_ids", 0), ("input_mask", 1),
+                       ("segment_ids", 2)):
+      np.testing.assert_array_equal(got[key][row].numpy(), want[index])
+  assert list(got["input_mask"][0].numpy()) == [1] * 8
+  # [CLS] hello [SEP]: no second [SEP].
+  assert got["input_mask"][1].numpy().sum() == len(
+      tokenizer.tokenize("hello")) + 2
+
+
 def test_invalid_utf8_is_dropped_in_graph_as_in_python(stress_vocab_file):
   tokenizer = tokenization.FullTokenizer(stress_vocab_file)
   layer = tokenization.BertPreprocessor(stress_vocab_file, True, 16)

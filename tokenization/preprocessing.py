@@ -93,11 +93,21 @@ class BertPreprocessor(keras.layers.Layer):
     if len(ids) == 1:
       ids = [ids[0][:, :self.seq_length - 2]]
     else:
-      length_a, length_b = truncated_pair_lengths(
-          ids[0].row_lengths(), ids[1].row_lengths(), self.seq_length - 3)
-      ids = [_keep_first(ids[0], length_a), _keep_first(ids[1], length_b)]
+      length_a, length_b = ids[0].row_lengths(), ids[1].row_lengths()
+      new_a, new_b = truncated_pair_lengths(length_a, length_b,
+                                            self.seq_length - 3)
+      # As the original's `if tokens_b`: a row whose B has no tokens is a
+      # single sentence, A keeping seq_length - 2 tokens.
+      no_b = tf.equal(length_b, 0)
+      new_a = tf.where(no_b, tf.minimum(length_a, self.seq_length - 2), new_a)
+      ids = [_keep_first(ids[0], new_a), _keep_first(ids[1], new_b)]
     input_ids, segment_ids = tf_text.combine_segments(
         ids, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id)
+    if len(ids) == 2:
+      # ... and has no second [SEP].
+      kept = input_ids.row_lengths() - tf.cast(no_b, tf.int64)
+      input_ids = _keep_first(input_ids, kept)
+      segment_ids = _keep_first(segment_ids, kept)
     input_ids, input_mask = tf_text.pad_model_inputs(input_ids,
                                                      self.seq_length)
     segment_ids, _ = tf_text.pad_model_inputs(segment_ids, self.seq_length)

@@ -1,0 +1,89 @@
+"""Exports a trained model as a SavedModel that takes raw strings.
+
+The graph holds the tokenizer (FullTokenizer's output, in TensorFlow Text
+ops), the runner's packing and truncation, the model and its
+post-processing; a loaded model needs only TensorFlow and TensorFlow Text:
+
+  python export_saved_model.py --task=classifier --task_name=MRPC \
+    --vocab_file=$BERT_BASE_DIR/vocab.txt \
+    --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+    --init_checkpoint=/tmp/mrpc_output/ --max_seq_length=128 \
+    --export_dir=/tmp/mrpc_saved_model
+
+Tasks: classifier (run_classifier.py's checkpoints; --task_name gives the
+labels and whether it takes text_b), swag, ner (fine-tuned), encoder (any
+checkpoint: BertModel's outputs, like TF Hub's BERT encoders).
+"""
+
+from absl import flags
+
+import modeling
+from runner_lib.classifier import data as classifier_data
+from runner_lib.classifier import task as classifier_task
+from runner_lib.core import errors
+from runner_lib.core import flags as runner_flags
+from runner_lib.ner import data as ner_data
+from runner_lib.ner import task as ner_task
+from runner_lib.serving import export
+from runner_lib.serving import modules
+from runner_lib.swag import task as swag_task
+
+FLAGS = flags.FLAGS
+
+TASKS = ("classifier", "encoder", "ner", "swag")
+
+flags.DEFINE_enum("task", None, TASKS, "Required. Which model the "
+                  "checkpoint holds, and so the signatures.")
+flags.DEFINE_string("export_dir", None,
+                    "Required. Where to write the SavedModel.")
+flags.DEFINE_bool("overwrite", False,
+                  "Replace an existing, non-empty --export_dir.")
+flags.DEFINE_string("task_name", None, "--task=classifier: the GLUE / XNLI "
+                    "task, as run_classifier.py's --task_name.")
+flags.DEFINE_list("label_list", list(ner_data.LABELS),
+                  "--task=ner: the tags, as run_ner.py's --label_list.")
+runner_flags.define_model_flags()
+
+
+def build_module(config):
+  """The task's model (weights not loaded yet) in its serving module."""
+  common = (FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length)
+  if FLAGS.task == "classifier":
+    if not FLAGS.task_name:
+      raise errors.InputError("--task=classifier needs --task_name.")
+    processor = classifier_data.get_processor(FLAGS.task_name)
+    model = classifier_task.ClassificationTask(
+        config, FLAGS.max_seq_length, processor.get_labels()).build_model()
+    return modules.ClassifierModule(model, *common, processor.get_labels(),
+                                    pair=processor.COLUMNS[1] is not None)
+  if FLAGS.task == "swag":
+    model = swag_task.SwagTask(config, FLAGS.max_seq_length).build_model()
+    return modules.SwagModule(model, *common)
+  if FLAGS.task == "ner":
+    model = ner_task.NerTask(config, FLAGS.max_seq_length,
+                             FLAGS.label_list).build_model()
+    return modules.NerModule(model, *common, FLAGS.label_list)
+  return modules.EncoderModule(modeling.BertModel(config), *common)
+
+
+def main(_):
+  export.check_export_dir(FLAGS.export_dir, FLAGS.overwrite)
+  config, _ = runner_flags.config_and_tokenizer()
+  module = build_module(config)
+  # Every variable the task's model has must be in the checkpoint: a
+  # pre-training checkpoint has no task head to serve.
+  missing = modeling.load_checkpoint(module.model, FLAGS.init_checkpoint,
+                                     allow_partial=True).missing
+  if missing:
+    raise modeling.CheckpointError(
+        "Checkpoint %s lacks %d variable(s) of the %s model: %s. Export a "
+        "checkpoint fine-tuned for --task=%s." %
+        (FLAGS.init_checkpoint, len(missing), FLAGS.task, ", ".join(missing),
+         FLAGS.task))
+  export.save(module, FLAGS.export_dir, FLAGS.overwrite)
+
+
+if __name__ == "__main__":
+  flags.mark_flags_as_required(["task", "export_dir", "vocab_file",
+                                "bert_config_file", "init_checkpoint"])
+  errors.run(main)

@@ -1,0 +1,60 @@
+"""Writing a serving module as a SavedModel, whole or not at all."""
+
+import os
+import shutil
+
+from absl import logging
+import tensorflow as tf
+
+from runner_lib.core import errors
+
+
+def check_export_dir(export_dir, overwrite):
+  """Refuses an existing non-empty export_dir unless overwrite.
+
+  Raises:
+    errors.InputError: naming the directory.
+  """
+  if tf.io.gfile.isdir(export_dir) and tf.io.gfile.listdir(export_dir):
+    if not overwrite:
+      raise errors.InputError(
+          "--export_dir %s exists and is not empty; pass --overwrite to "
+          "replace it." % export_dir)
+  elif tf.io.gfile.exists(export_dir) and not tf.io.gfile.isdir(export_dir):
+    raise errors.InputError("--export_dir %s exists and is not a directory." %
+                            export_dir)
+
+
+def save(module, export_dir, overwrite=False):
+  """Saves module with its signatures() to export_dir.
+
+  The SavedModel is written beside export_dir under a temporary name and
+  renamed into place when complete, so an interrupted export leaves no
+  directory that looks like a model.
+
+  Args:
+    module: a modules.ServingModule.
+    export_dir: str.
+    overwrite: bool, replace an existing export_dir.
+
+  Raises:
+    errors.InputError: see check_export_dir, or export_dir's parent cannot
+      be written.
+  """
+  check_export_dir(export_dir, overwrite)
+  export_dir = os.path.abspath(export_dir)
+  temporary = "%s.tmp-%d" % (export_dir, os.getpid())
+  try:
+    tf.io.gfile.makedirs(os.path.dirname(export_dir))
+    tf.saved_model.save(module, temporary, signatures=module.signatures())
+    if tf.io.gfile.exists(export_dir):
+      shutil.rmtree(export_dir)
+    os.rename(temporary, export_dir)
+  except (tf.errors.OpError, OSError) as e:
+    raise errors.InputError("Cannot write --export_dir %s: %s" %
+                            (export_dir, e)) from None
+  finally:
+    if os.path.exists(temporary):
+      shutil.rmtree(temporary)
+  logging.info("Wrote the SavedModel to %s with signatures %s.", export_dir,
+               ", ".join(sorted(module.signatures())))

@@ -1,0 +1,252 @@
+"""Serving modules: tf.Modules whose signatures take raw strings.
+
+Each holds a BertPreprocessor (FullTokenizer's output and the original
+runners' truncation and [CLS] A [SEP] B [SEP] layout, in TensorFlow ops),
+the task's Keras model and the post-processing, so a loaded SavedModel
+needs TensorFlow and TensorFlow Text only.
+"""
+
+import tensorflow as tf
+
+import tokenization
+
+
+def _strings(name, shape=(None,)):
+  return tf.TensorSpec(list(shape), tf.string, name=name)
+
+
+class _Untracked(object):
+  """Attributes a tf.Module does not save (not a Trackable)."""
+
+  def __init__(self, **attributes):
+    self.__dict__.update(attributes)
+
+
+class ServingModule(tf.Module):
+  """A task model and its preprocessing; subclasses define signatures()."""
+
+  def __init__(self, model, vocab_file, do_lower_case, seq_length):
+    """Args:
+      model: the task's Keras model, weights loaded.
+      vocab_file: str.
+      do_lower_case: bool.
+      seq_length: int, the packed length (the runner's max_seq_length).
+    """
+    super().__init__()
+    # The Keras objects are held untracked and their state tracked
+    # directly: saving a tracked Keras layer traces every layer's call for
+    # Keras' own metadata, several times the export time, which serving
+    # never uses.
+    self._keras = _Untracked(
+        model=model,
+        preprocessor=tokenization.BertPreprocessor(vocab_file, do_lower_case,
+                                                   seq_length))
+    self.model_variables = list(model.variables)
+    self.tokenizer = self.preprocessor.tokenizer
+
+  @property
+  def model(self):
+    return self._keras.model
+
+  @property
+  def preprocessor(self):
+    return self._keras.preprocessor
+
+  def signatures(self):
+    """dict signature name -> concrete function, for tf.saved_model.save."""
+    raise NotImplementedError
+
+
+class ClassifierModule(ServingModule):
+  """run_classifier's model: text_a (and text_b for pair tasks) in;
+  probabilities, logits and the label out (a score for regression)."""
+
+  def __init__(self, model, vocab_file, do_lower_case, seq_length,
+               label_list, pair):
+    """Args: as ServingModule, and label_list: list of str (None for
+    regression); pair: bool, whether the task takes text_b."""
+    super().__init__(model, vocab_file, do_lower_case, seq_length)
+    self.labels = tf.constant(label_list) if label_list else None
+    self.pair = pair
+    inputs = [_strings("text_a")] + ([_strings("text_b")] if pair else [])
+    self.serve = tf.function(self._serve, input_signature=inputs)
+    self.serve_examples = tf.function(self._serve_examples,
+                                      input_signature=[_strings("examples")])
+
+  def _serve(self, text_a, text_b=None):
+    """Classifies a batch.
+
+    Args:
+      text_a: string [B].
+      text_b: string [B], pair tasks only.
+
+    Returns:
+      dict: "probabilities" float32 [B, num_labels], "logits" float32 [B,
+      num_labels], "label" string [B]; for regression "score" float32 [B].
+    """
+    segments = [text_a] if text_b is None else [text_a, text_b]
+    logits = tf.cast(self.model(self.preprocessor(segments), training=False),
+                     tf.float32)
+    if self.labels is None:
+      return {"score": logits[:, 0]}
+    return {"probabilities": tf.nn.softmax(logits, axis=-1),
+            "logits": logits,
+            "label": tf.gather(self.labels, tf.argmax(logits, axis=-1))}
+
+  def _serve_examples(self, examples):
+    """Like serve, from serialized tf.Examples [B] with bytes features
+    text_a (and text_b)."""
+    names = ["text_a", "text_b"] if self.pair else ["text_a"]
+    parsed = tf.io.parse_example(
+        examples, {name: tf.io.FixedLenFeature([], tf.string)
+                   for name in names})
+    return self._serve(*[parsed[name] for name in names])
+
+  def signatures(self):
+    return {"serving_default": self.serve.get_concrete_function(),
+            "serve_examples": self.serve_examples.get_concrete_function()}
+
+
+class EncoderModule(ServingModule):
+  """BertModel's outputs for raw text, like TF Hub's BERT encoders."""
+
+  def __init__(self, model, vocab_file, do_lower_case, seq_length):
+    super().__init__(model, vocab_file, do_lower_case, seq_length)
+    self.serve = tf.function(self._serve, input_signature=[
+        _strings("text_a")])
+    self.serve_pair = tf.function(self._serve, input_signature=[
+        _strings("text_a"), _strings("text_b")])
+
+  def _serve(self, text_a, text_b=None):
+    """Encodes a batch.
+
+    Returns:
+      dict: "pooled_output" float32 [B, H], "sequence_output" float32
+      [B, T, H], "encoder_outputs" float32 [B, L, T, H] (every layer),
+      "input_mask" int32 [B, T].
+    """
+    segments = [text_a] if text_b is None else [text_a, text_b]
+    inputs = self.preprocessor(segments)
+    outputs = self.model(inputs, training=False)
+    return {"pooled_output": tf.cast(outputs["pooled_output"], tf.float32),
+            "sequence_output": tf.cast(outputs["sequence_output"],
+                                       tf.float32),
+            "encoder_outputs": tf.cast(
+                tf.stack(outputs["all_encoder_layers"], axis=1), tf.float32),
+            "input_mask": inputs["input_mask"]}
+
+  def signatures(self):
+    return {"serving_default": self.serve.get_concrete_function(),
+            "serve_pair": self.serve_pair.get_concrete_function()}
+
+
+class SwagModule(ServingModule):
+  """run_swag's model: a context, the start of the next sentence and four
+  endings in; the choice probabilities and the chosen ending out."""
+
+  def __init__(self, model, vocab_file, do_lower_case, seq_length,
+               num_choices=4):
+    super().__init__(model, vocab_file, do_lower_case, seq_length)
+    self.num_choices = num_choices
+    self.serve = tf.function(self._serve, input_signature=[
+        _strings("context"), _strings("start"),
+        _strings("endings", (None, num_choices))])
+
+  def _serve(self, context, start, endings):
+    """Scores a batch.
+
+    Args:
+      context: string [B], sent1.
+      start: string [B], sent2.
+      endings: string [B, C].
+
+    Returns:
+      dict: "probabilities" float32 [B, C], "label" int32 [B].
+    """
+    # [B*C] pairs: sent1, and sent2 + " " + ending, as run_swag packs them.
+    contexts = tf.reshape(tf.repeat(context, self.num_choices), [-1])
+    seconds = tf.reshape(tf.strings.join(
+        [tf.repeat(start[:, tf.newaxis], self.num_choices, axis=1), endings],
+        separator=" "), [-1])
+    inputs = self.preprocessor([contexts, seconds])
+    length = tf.shape(inputs["input_ids"])[-1]
+    inputs = {key: tf.reshape(value, [-1, self.num_choices, length])
+              for key, value in inputs.items()}  # [B, C, T]
+    logits = tf.cast(self.model(inputs, training=False), tf.float32)
+    return {"probabilities": tf.nn.softmax(logits, axis=-1),
+            "label": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+  def signatures(self):
+    return {"serving_default": self.serve.get_concrete_function()}
+
+
+class NerModule(ServingModule):
+  """run_ner's model: sentences of space-separated words in; each word's
+  tag (from its first word-piece) out.
+
+  A sentence is one sequence: words whose first piece falls past
+  seq_length - 2 pieces get the tag "" (run_ner.py splits such sentences
+  into several sequences instead).
+  """
+
+  def __init__(self, model, vocab_file, do_lower_case, seq_length,
+               label_list):
+    """Args: as ServingModule, and label_list: list of str, the tags in the
+    model's order."""
+    super().__init__(model, vocab_file, do_lower_case, seq_length)
+    self.labels = tf.constant(label_list)
+    self.unk_id = tokenization.read_vocab_tokens(vocab_file).index("[UNK]")
+    self.serve = tf.function(self._serve, input_signature=[_strings("text")])
+
+  def _serve(self, text):
+    """Tags a batch.
+
+    Args:
+      text: string [B], words separated by whitespace.
+
+    Returns:
+      dict: "tags" and "words", string [B, max_words] ("" past each
+      sentence's end).
+    """
+    words = tf.strings.split(text)  # [B, (W)]
+    pieces = self.preprocessor.tokenizer.tokenize_ids(words.flat_values)
+    # A word with no pieces (only control characters) is [UNK], as run_ner.
+    unknown = tf.RaggedTensor.from_tensor(
+        tf.fill([tf.shape(words.flat_values)[0], 1],
+                tf.constant(self.unk_id, tf.int64)))
+    counts = tf.maximum(pieces.row_lengths(), 1)
+    pieces = tf.concat([pieces, unknown], axis=1)
+    pieces = tf.ragged.boolean_mask(
+        pieces, tf.ragged.range(pieces.row_lengths()) < counts[:, tf.newaxis])
+    # Each word's first piece: its offset within its sentence, after [CLS].
+    rows = words.value_rowids()
+    totals = tf.math.unsorted_segment_sum(counts, rows, words.nrows())  # [B]
+    positions = 1 + tf.math.cumsum(counts, exclusive=True) - tf.gather(
+        tf.math.cumsum(totals, exclusive=True), rows)
+    sentence_pieces = tf.RaggedTensor.from_row_lengths(pieces.flat_values,
+                                                       totals)
+    seq_length = self.preprocessor.seq_length
+    sentence_pieces = sentence_pieces[:, :seq_length - 2]
+    ids = tf.concat([
+        tf.fill([words.nrows(), 1],
+                tf.constant(self.preprocessor.cls_id, tf.int64)),
+        sentence_pieces,
+        tf.fill([words.nrows(), 1],
+                tf.constant(self.preprocessor.sep_id, tf.int64))], axis=1)
+    input_ids = ids.to_tensor(0, shape=[None, seq_length])
+    input_mask = tf.ones_like(ids).to_tensor(0, shape=[None, seq_length])
+    logits = self.model({"input_ids": tf.cast(input_ids, tf.int32),
+                         "input_mask": tf.cast(input_mask, tf.int32),
+                         "segment_ids": tf.zeros_like(input_ids, tf.int32)},
+                        training=False)
+    predicted = tf.argmax(logits, axis=-1)  # [B, T]
+    inside = positions <= seq_length - 2
+    indexes = tf.stack([rows, tf.where(inside, positions, 0)], axis=1)
+    tags = tf.where(inside,
+                    tf.gather(self.labels, tf.gather_nd(predicted, indexes)),
+                    "")
+    return {"tags": words.with_flat_values(tags).to_tensor(""),
+            "words": words.to_tensor("")}
+
+  def signatures(self):
+    return {"serving_default": self.serve.get_concrete_function()}

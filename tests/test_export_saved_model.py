@@ -1,0 +1,281 @@
+"""export_saved_model.py: each SavedModel, loaded in an isolated Python
+(only TensorFlow and TensorFlow Text importable, none of our modules) and
+fed raw strings, answers as the runners and BertModel do on real rows."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import modeling
+from runner_lib.core import packing
+import tokenization
+from tests import reference
+from tests.conftest import run_script
+from tests.conftest import run_scripts
+
+# End-to-end script runs: left out of make test-fast.
+pytestmark = pytest.mark.slow
+
+CONFIG = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=2,
+              num_attention_heads=2, intermediate_size=64,
+              max_position_embeddings=64, type_vocab_size=2)
+SEQ = 48
+
+# Runs in `python -I` from a directory outside the repo: it can import
+# TensorFlow and TensorFlow Text, not this project.
+LOADER = r"""
+import json, sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: registers the ops
+try:
+  import modeling
+  isolated = False
+except ImportError:
+  isolated = True
+with open(sys.argv[1]) as f:
+  request = json.load(f)
+results = {"isolated": isolated}
+for name, call in request.items():
+  function = tf.saved_model.load(call["path"]).signatures[call["signature"]]
+  inputs = {key: tf.constant(value if key != "examples" else
+                             [bytes.fromhex(v) for v in value])
+            for key, value in call["inputs"].items()}
+  outputs = function(**inputs)
+  results[name] = {
+      key: (np.vectorize(lambda b: b.decode("utf-8"), otypes=[object])(
+          value.numpy()).tolist() if value.dtype == tf.string else
+            value.numpy().tolist())
+      for key, value in outputs.items()}
+with open(sys.argv[2], "w") as f:
+  json.dump(results, f)
+"""
+
+
+def load_isolated(tmp_path, request):
+  """Calls SavedModel signatures in a fresh, isolated Python.
+
+  Args:
+    request: dict name -> {"path", "signature", "inputs": dict of lists}.
+
+  Returns:
+    dict name -> dict of outputs as lists.
+  """
+  work = tmp_path / "isolated"
+  work.mkdir(exist_ok=True)
+  (work / "loader.py").write_text(LOADER)
+  (work / "request.json").write_text(json.dumps(request))
+  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+  result = subprocess.run(
+      [sys.executable, "-I", "loader.py", "request.json", "outputs.json"],
+      cwd=str(work), capture_output=True, text=True, timeout=300, env=env)
+  assert result.returncode == 0, result.stderr[-3000:]
+  outputs = json.loads((work / "outputs.json").read_text())
+  assert outputs.pop("isolated")
+  return outputs
+
+
+def export_args(tmp_path, task, config_file, vocab_file, checkpoint,
+                **flags):
+  args = {"task": task, "bert_config_file": str(config_file),
+          "vocab_file": str(vocab_file), "init_checkpoint": str(checkpoint),
+          "max_seq_length": str(SEQ),
+          "export_dir": str(tmp_path / ("export_" + task))}
+  args.update(flags)
+  return args
+
+
+def read_probabilities(path):
+  with open(path) as f:
+    return np.array([[float(p) for p in line.split("\t")] for line in f])
+
+
+def serialized_example(text_a, text_b):
+  """A tf.Example with text_a / text_b bytes features, serialized, hex."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  def feature(text):
+    return tf.train.Feature(bytes_list=tf.train.BytesList(
+        value=[text.encode("utf-8")]))
+
+  return tf.train.Example(features=tf.train.Features(feature={
+      "text_a": feature(text_a), "text_b": feature(text_b)})).SerializeToString(
+      ).hex()
+
+
+def test_exports_equal_the_runners_on_real_rows(shared_data, tmp_path):
+  config = modeling.BertConfig(**CONFIG)
+  config_file = tmp_path / "bert_config.json"
+  config_file.write_text(config.to_json_string())
+  # Original-layout weights with every task's head.
+  weights = reference.random_weights(config, seed=6)
+  rng = np.random.RandomState(7)
+  for name, rows in (("output", 2), ("cls/swag/output", 1),
+                     ("cls/ner/output", 9)):
+    weights[name + "_weights"] = rng.randn(rows, 32).astype(np.float32)
+    weights[name + "_bias"] = (0.1 * rng.randn(rows)).astype(np.float32)
+  prefix = reference.write_tf1_checkpoint(
+      str(tmp_path / "finetuned" / "model.ckpt-9"), weights)
+  vocab_file = os.path.join(shared_data, "vocab", "uncased_vocab.txt")
+  tokenizer = tokenization.FullTokenizer(vocab_file)
+  model_flags = {"vocab_file": vocab_file,
+                 "bert_config_file": str(config_file),
+                 "init_checkpoint": prefix, "max_seq_length": str(SEQ),
+                 "do_predict": "true", "strategy": "default"}
+
+  # MRPC: 40 real test rows.
+  mrpc = tmp_path / "mrpc"
+  mrpc.mkdir()
+  with open(os.path.join(shared_data, "glue", "MRPC", "test.tsv")) as f:
+    lines = f.read().splitlines()[:41]
+  (mrpc / "test.tsv").write_text("\n".join(lines) + "\n")
+  mrpc_rows = [line.split("\t") for line in lines[1:]]
+  # SWAG: the first 12 real rows as test.csv.
+  swag = tmp_path / "swag"
+  swag.mkdir()
+  with open(os.path.join(shared_data, "swag", "val.subset-first91.csv"),
+            newline="") as f:
+    swag_rows = list(csv.reader(f))[:13]
+  with open(swag / "test.csv", "w", newline="") as f:
+    csv.writer(f, lineterminator="\n").writerows(r[:-1] for r in swag_rows)
+  swag_rows = swag_rows[1:]
+  # NER: real test sentences that fit one sequence (the SavedModel does not
+  # split longer ones).
+  conll = tmp_path / "conll"
+  conll.mkdir()
+
+  def fits(block):
+    words = [line.split(" ")[0] for line in block.split("\n")]
+    return sum(len(tokenizer.tokenize(w) or [0]) for w in words) <= SEQ - 2
+
+  with open(os.path.join(shared_data, "conll2003", "eng.testb")) as f:
+    blocks = [b for b in f.read().split("\n\n")[1:60]
+              if b.strip() and fits(b)]
+  assert len(blocks) > 40
+  (conll / "test.txt").write_text("\n\n".join(blocks) + "\n\n")
+
+  results = run_scripts([
+      ("run_classifier.py", dict(model_flags, task_name="MRPC",
+                                 data_dir=str(mrpc),
+                                 output_dir=str(tmp_path / "mrpc_out"))),
+      ("run_swag.py", dict(model_flags, data_dir=str(swag),
+                           output_dir=str(tmp_path / "swag_out"))),
+      ("run_ner.py", dict(model_flags, data_dir=str(conll),
+                          output_dir=str(tmp_path / "ner_out"))),
+  ] + [("export_saved_model.py",
+        export_args(tmp_path, task, config_file, vocab_file, prefix,
+                    **({"task_name": "MRPC"} if task == "classifier" else {})))
+       for task in ("classifier", "swag", "ner", "encoder")])
+  for result in results:
+    assert result.returncode == 0, result.stderr[-3000:]
+  paths = {task: str(tmp_path / ("export_" + task))
+           for task in ("classifier", "swag", "ner", "encoder")}
+  mrpc_want = read_probabilities(tmp_path / "mrpc_out" / "test_results.tsv")
+  swag_want = read_probabilities(tmp_path / "swag_out" / "test_results.tsv")
+  ner_rows = [[line.split(" ") for line in block.split("\n")] for block in
+              (tmp_path / "ner_out" / "test_predictions.txt").read_text()
+              .split("\n\n")[:-1]]
+  texts = ["Students lower their eyes nervously.", "He rides the motorcycle."]
+  got = load_isolated(tmp_path, {
+      "classifier": {"path": paths["classifier"],
+                     "signature": "serving_default",
+                     "inputs": {"text_a": [r[3] for r in mrpc_rows],
+                                "text_b": [r[4] for r in mrpc_rows]}},
+      "examples": {"path": paths["classifier"], "signature": "serve_examples",
+                   "inputs": {"examples": [serialized_example(
+                       mrpc_rows[0][3], mrpc_rows[0][4])]}},
+      "swag": {"path": paths["swag"], "signature": "serving_default",
+               "inputs": {"context": [r[4] for r in swag_rows],
+                          "start": [r[5] for r in swag_rows],
+                          "endings": [r[7:11] for r in swag_rows]}},
+      "ner": {"path": paths["ner"], "signature": "serving_default",
+              "inputs": {"text": [" ".join(r[0] for r in rows)
+                                  for rows in ner_rows]}},
+      "encoder": {"path": paths["encoder"], "signature": "serving_default",
+                  "inputs": {"text_a": texts}}})
+
+  np.testing.assert_allclose(got["classifier"]["probabilities"], mrpc_want,
+                             atol=1e-5)
+  assert got["classifier"]["label"] == [str(i) for i in
+                                        mrpc_want.argmax(-1)]
+  np.testing.assert_allclose(got["examples"]["probabilities"], mrpc_want[:1],
+                             atol=1e-5)
+  np.testing.assert_allclose(got["swag"]["probabilities"], swag_want,
+                             atol=1e-5)
+  assert got["swag"]["label"] == list(swag_want.argmax(-1))
+  for rows, tags, words in zip(ner_rows, got["ner"]["tags"],
+                               got["ner"]["words"]):
+    n = len(rows)
+    assert words[:n] == [r[0] for r in rows]
+    assert tags[:n] == [r[2] for r in rows]
+    assert set(tags[n:]) <= {""} and set(words[n:]) <= {""}
+  # The encoder: BertModel on the original tokenization and layout.
+  model = modeling.BertModel(config)
+  modeling.load_checkpoint(model, prefix)
+  for row, text in enumerate(texts):
+    _, ids, mask, segments = packing.encode_pair(tokenizer, text, None, SEQ)
+    want = model({"input_ids": np.array([ids]), "input_mask": np.array([mask]),
+                  "segment_ids": np.array([segments])}, training=False)
+    np.testing.assert_allclose(got["encoder"]["pooled_output"][row],
+                               want["pooled_output"][0], atol=1e-5)
+    np.testing.assert_allclose(got["encoder"]["sequence_output"][row],
+                               want["sequence_output"][0], atol=1e-5)
+    np.testing.assert_allclose(got["encoder"]["encoder_outputs"][row][0],
+                               want["all_encoder_layers"][0][0], atol=1e-5)
+
+  # saved_model_cli lists the documented signatures and runs one.
+  cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+  shown = subprocess.run([cli, "show", "--dir", paths["classifier"], "--all"],
+                         capture_output=True, text=True, timeout=300)
+  assert shown.returncode == 0, shown.stderr[-2000:]
+  for text in ("signature_def['serving_default']",
+               "signature_def['serve_examples']",
+               "inputs['text_a'] tensor_info:\n        dtype: DT_STRING\n"
+               "        shape: (-1)",
+               "outputs['probabilities'] tensor_info:\n        dtype: "
+               "DT_FLOAT\n        shape: (-1, 2)"):
+    assert text in shown.stdout
+  # `run` executes the graph: TensorFlow Text's ops must be registered
+  # first, so the CLI runs behind an import of tensorflow_text.
+  runner = ("import sys, tensorflow_text; from tensorflow.python.tools "
+            "import saved_model_cli; sys.argv[0] = 'saved_model_cli'; "
+            "saved_model_cli.main()")
+  ran = subprocess.run(
+      [sys.executable, "-c", runner, "run", "--dir", paths["classifier"],
+       "--tag_set", "serve", "--signature_def", "serving_default",
+       "--input_exprs",
+       "text_a=[%r];text_b=[%r]" % (mrpc_rows[0][3], mrpc_rows[0][4])],
+      capture_output=True, text=True, timeout=300)
+  assert ran.returncode == 0, ran.stderr[-2000:]
+  assert "probabilities" in ran.stdout
+
+
+def test_bad_exports_are_one_line_and_leave_nothing(tmp_path):
+  config = modeling.BertConfig(**dict(CONFIG, vocab_size=10))
+  config_file = tmp_path / "bert_config.json"
+  config_file.write_text(config.to_json_string())
+  vocab_file = tmp_path / "vocab.txt"
+  vocab_file.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n")
+  pretrained = reference.write_tf1_checkpoint(
+      str(tmp_path / "pretrained" / "bert_model.ckpt"),
+      reference.random_weights(config, seed=1))
+  args = export_args(tmp_path, "ner", config_file, vocab_file, pretrained,
+                     export_dir=str(tmp_path / "export"))
+  result = run_script("export_saved_model.py", args)
+  assert result.returncode == 1
+  assert "lacks 2 variable(s) of the ner model: cls/ner/output_bias, " \
+         "cls/ner/output_weights" in result.stderr
+  assert "Traceback" not in result.stderr
+  assert not (tmp_path / "export").exists()
+  (tmp_path / "export").mkdir()
+  (tmp_path / "export" / "keep.txt").write_text("mine")
+  result = run_script("export_saved_model.py", dict(args, task="encoder"))
+  assert result.returncode == 1
+  assert "exists and is not empty; pass --overwrite" in result.stderr
+  assert (tmp_path / "export" / "keep.txt").read_text() == "mine"
+  assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]
