@@ -12,7 +12,8 @@ post-processing; a loaded model needs only TensorFlow and TensorFlow Text:
 
 Tasks: classifier (run_classifier.py's checkpoints; --task_name gives the
 labels and whether it takes text_b), swag, ner (fine-tuned), encoder (any
-checkpoint: BertModel's outputs, like TF Hub's BERT encoders).
+checkpoint: BertModel's outputs, like TF Hub's BERT encoders), preprocessor
+(TF Hub's BERT preprocessing interface; no checkpoint needed).
 """
 
 from absl import flags
@@ -27,10 +28,11 @@ from runner_lib.ner import task as ner_task
 from runner_lib.serving import export
 from runner_lib.serving import modules
 from runner_lib.swag import task as swag_task
+import tokenization
 
 FLAGS = flags.FLAGS
 
-TASKS = ("classifier", "encoder", "ner", "swag")
+TASKS = ("classifier", "encoder", "ner", "preprocessor", "swag")
 
 flags.DEFINE_enum("task", None, TASKS, "Required. Which model the "
                   "checkpoint holds, and so the signatures.")
@@ -68,6 +70,16 @@ def build_module(config):
 
 def main(_):
   export.check_export_dir(FLAGS.export_dir, FLAGS.overwrite)
+  if FLAGS.task == "preprocessor":
+    # Only the vocab: check it as FullTokenizer does.
+    tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+    export.save(modules.PreprocessorModule(
+        FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length),
+                FLAGS.export_dir, FLAGS.overwrite)
+    return
+  for name in ("bert_config_file", "init_checkpoint"):
+    if not FLAGS[name].value:
+      raise errors.InputError("--task=%s needs --%s." % (FLAGS.task, name))
   config, _ = runner_flags.config_and_tokenizer()
   module = build_module(config)
   # Every variable the task's model has must be in the checkpoint: a
@@ -82,8 +94,6 @@ def main(_):
          FLAGS.task))
   export.save(module, FLAGS.export_dir, FLAGS.overwrite)
 
-
 if __name__ == "__main__":
-  flags.mark_flags_as_required(["task", "export_dir", "vocab_file",
-                                "bert_config_file", "init_checkpoint"])
+  flags.mark_flags_as_required(["task", "export_dir", "vocab_file"])
   errors.run(main)

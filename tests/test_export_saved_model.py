@@ -42,11 +42,16 @@ with open(sys.argv[1]) as f:
   request = json.load(f)
 results = {"isolated": isolated}
 for name, call in request.items():
-  function = tf.saved_model.load(call["path"]).signatures[call["signature"]]
+  loaded = tf.saved_model.load(call["path"])
   inputs = {key: tf.constant(value if key != "examples" else
                              [bytes.fromhex(v) for v in value])
             for key, value in call["inputs"].items()}
-  outputs = function(**inputs)
+  if call["signature"] == "bert_pack_inputs":  # TF Hub's two steps
+    outputs = loaded.bert_pack_inputs(
+        [loaded.tokenize(inputs["text_a"]), loaded.tokenize(inputs["text_b"])],
+        seq_length=call["seq_length"])
+  else:
+    outputs = loaded.signatures[call["signature"]](**inputs)
   results[name] = {
       key: (np.vectorize(lambda b: b.decode("utf-8"), otypes=[object])(
           value.numpy()).tolist() if value.dtype == tf.string else
@@ -170,7 +175,11 @@ def test_exports_equal_the_runners_on_real_rows(shared_data, tmp_path):
   ] + [("export_saved_model.py",
         export_args(tmp_path, task, config_file, vocab_file, prefix,
                     **({"task_name": "MRPC"} if task == "classifier" else {})))
-       for task in ("classifier", "swag", "ner", "encoder")])
+       for task in ("classifier", "swag", "ner", "encoder")] +
+                        [("export_saved_model.py", {
+                            "task": "preprocessor", "vocab_file": vocab_file,
+                            "max_seq_length": str(SEQ),
+                            "export_dir": str(tmp_path / "export_pre")})])
   for result in results:
     assert result.returncode == 0, result.stderr[-3000:]
   paths = {task: str(tmp_path / ("export_" + task))
@@ -197,7 +206,14 @@ def test_exports_equal_the_runners_on_real_rows(shared_data, tmp_path):
               "inputs": {"text": [" ".join(r[0] for r in rows)
                                   for rows in ner_rows]}},
       "encoder": {"path": paths["encoder"], "signature": "serving_default",
-                  "inputs": {"text_a": texts}}})
+                  "inputs": {"text_a": texts}},
+      "packed": {"path": str(tmp_path / "export_pre"),
+                 "signature": "bert_pack_inputs", "seq_length": 40,
+                 "inputs": {"text_a": [r[3] for r in mrpc_rows],
+                            "text_b": [r[4] for r in mrpc_rows]}},
+      "single": {"path": str(tmp_path / "export_pre"),
+                 "signature": "serving_default",
+                 "inputs": {"text": [r[3] for r in mrpc_rows]}}})
 
   np.testing.assert_allclose(got["classifier"]["probabilities"], mrpc_want,
                              atol=1e-5)
@@ -227,6 +243,16 @@ def test_exports_equal_the_runners_on_real_rows(shared_data, tmp_path):
                                want["sequence_output"][0], atol=1e-5)
     np.testing.assert_allclose(got["encoder"]["encoder_outputs"][row][0],
                                want["all_encoder_layers"][0][0], atol=1e-5)
+
+  # The TF Hub style preprocessor: the original's layout of each pair (at
+  # a length chosen when called) and of single sentences.
+  for row, r in enumerate(mrpc_rows):
+    _, ids, mask, segments = packing.encode_pair(tokenizer, r[3], r[4], 40)
+    assert got["packed"]["input_word_ids"][row] == ids
+    assert got["packed"]["input_mask"][row] == mask
+    assert got["packed"]["input_type_ids"][row] == segments
+    _, ids, _, _ = packing.encode_pair(tokenizer, r[3], None, SEQ)
+    assert got["single"]["input_word_ids"][row] == ids
 
   # saved_model_cli lists the documented signatures and runs one.
   cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")

@@ -12,5 +12,6 @@ from tokenization.tokenizers import VocabError
 from tokenization.tokenizers import WordpieceTokenizer
 from tokenization.graph import GraphTokenizer
 from tokenization.preprocessing import BertPreprocessor
+from tokenization.preprocessing import pack_inputs
 from tokenization.tokenizers import check_vocab_tokens
 from tokenization.tokenizers import read_vocab_tokens

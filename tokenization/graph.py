@@ -98,6 +98,24 @@ class GraphTokenizer(tf.Module):
         max_bytes_per_word=_MAX_BYTES_PER_WORD, token_out_type=tf.int64,
         unknown_token="[UNK]", no_pretokenization=True)
 
+  def tokenize_word_ids(self, texts, valid_utf8=False):
+    """Tokenizes a batch to ids, grouped by word.
+
+    Args:
+      texts: string Tensor [B], UTF-8 (see split_words).
+      valid_utf8: bool, see split_words.
+
+    Returns:
+      int64 RaggedTensor [B, (words), (wordpieces)].
+    """
+    words = split_words(texts, self.do_lower_case, valid_utf8)
+    too_long = (tf.strings.length(words.flat_values, unit="UTF8_CHAR") >
+                text_lib.MAX_INPUT_CHARS_PER_WORD)
+    # "[UNK]" is a vocab entry, so WordPiece maps it to itself.
+    words = words.with_flat_values(
+        tf.where(too_long, "[UNK]", words.flat_values))
+    return self._wordpiece.tokenize(words)
+
   def tokenize_ids(self, texts, valid_utf8=False):
     """Tokenizes a batch to ids.
 
@@ -108,13 +126,7 @@ class GraphTokenizer(tf.Module):
     Returns:
       int64 RaggedTensor [B, (wordpieces)].
     """
-    words = split_words(texts, self.do_lower_case, valid_utf8)
-    too_long = (tf.strings.length(words.flat_values, unit="UTF8_CHAR") >
-                text_lib.MAX_INPUT_CHARS_PER_WORD)
-    # "[UNK]" is a vocab entry, so WordPiece maps it to itself.
-    words = words.with_flat_values(
-        tf.where(too_long, "[UNK]", words.flat_values))
-    return self._wordpiece.tokenize(words).merge_dims(-2, -1)
+    return self.tokenize_word_ids(texts, valid_utf8).merge_dims(-2, -1)
 
   def tokenize(self, texts, valid_utf8=False):
     """Like tokenize_ids, but string RaggedTensor [B, (wordpieces)]."""

@@ -90,27 +90,44 @@ class BertPreprocessor(keras.layers.Layer):
       raise ValueError("BertPreprocessor takes one or two segments, got %d." %
                        len(segments))
     ids = [self.tokenizer.tokenize_ids(tf.reshape(s, [-1])) for s in segments]
-    if len(ids) == 1:
-      ids = [ids[0][:, :self.seq_length - 2]]
-    else:
-      length_a, length_b = ids[0].row_lengths(), ids[1].row_lengths()
-      new_a, new_b = truncated_pair_lengths(length_a, length_b,
-                                            self.seq_length - 3)
-      # As the original's `if tokens_b`: a row whose B has no tokens is a
-      # single sentence, A keeping seq_length - 2 tokens.
-      no_b = tf.equal(length_b, 0)
-      new_a = tf.where(no_b, tf.minimum(length_a, self.seq_length - 2), new_a)
-      ids = [_keep_first(ids[0], new_a), _keep_first(ids[1], new_b)]
-    input_ids, segment_ids = tf_text.combine_segments(
-        ids, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id)
-    if len(ids) == 2:
-      # ... and has no second [SEP].
-      kept = input_ids.row_lengths() - tf.cast(no_b, tf.int64)
-      input_ids = _keep_first(input_ids, kept)
-      segment_ids = _keep_first(segment_ids, kept)
-    input_ids, input_mask = tf_text.pad_model_inputs(input_ids,
-                                                     self.seq_length)
-    segment_ids, _ = tf_text.pad_model_inputs(segment_ids, self.seq_length)
-    return {"input_ids": tf.cast(input_ids, tf.int32),
-            "input_mask": tf.cast(input_mask, tf.int32),
-            "segment_ids": tf.cast(segment_ids, tf.int32)}
+    return pack_inputs(ids, self.seq_length, self.cls_id, self.sep_id)
+
+
+def pack_inputs(ids, seq_length, cls_id, sep_id):
+  """Truncates, lays out and pads one or two segments of token ids.
+
+  As the original: a single segment keeps seq_length - 2 tokens; a pair is
+  cut by _truncate_seq_pair to seq_length - 3, except that a row whose B
+  has no tokens is a single sentence (the original's `if tokens_b`).
+
+  Args:
+    ids: list of one or two int RaggedTensors [B, (tokens)].
+    seq_length: int or int scalar Tensor >= 3.
+    cls_id: int, the [CLS] id.
+    sep_id: int, the [SEP] id.
+
+  Returns:
+    dict of int32 [B, seq_length]: input_ids, input_mask, segment_ids.
+  """
+  ids = [tf.cast(segment, tf.int64) for segment in ids]
+  if len(ids) == 1:
+    ids = [ids[0][:, :seq_length - 2]]
+  else:
+    length_a, length_b = ids[0].row_lengths(), ids[1].row_lengths()
+    new_a, new_b = truncated_pair_lengths(length_a, length_b, seq_length - 3)
+    no_b = tf.equal(length_b, 0)
+    new_a = tf.where(no_b, tf.minimum(length_a, tf.cast(seq_length - 2,
+                                                        tf.int64)), new_a)
+    ids = [_keep_first(ids[0], new_a), _keep_first(ids[1], new_b)]
+  input_ids, segment_ids = tf_text.combine_segments(
+      ids, start_of_sequence_id=cls_id, end_of_segment_id=sep_id)
+  if len(ids) == 2:
+    # ... and has no second [SEP].
+    kept = input_ids.row_lengths() - tf.cast(no_b, tf.int64)
+    input_ids = _keep_first(input_ids, kept)
+    segment_ids = _keep_first(segment_ids, kept)
+  input_ids, input_mask = tf_text.pad_model_inputs(input_ids, seq_length)
+  segment_ids, _ = tf_text.pad_model_inputs(segment_ids, seq_length)
+  return {"input_ids": tf.cast(input_ids, tf.int32),
+          "input_mask": tf.cast(input_mask, tf.int32),
+          "segment_ids": tf.cast(segment_ids, tf.int32)}

@@ -250,3 +250,61 @@ class NerModule(ServingModule):
 
   def signatures(self):
     return {"serving_default": self.serve.get_concrete_function()}
+
+
+class PreprocessorModule(tf.Module):
+  """TF Hub's BERT preprocessing interface, so Hub-style code can use ours.
+
+  Called on string [B] it returns the encoder inputs; .tokenize and
+  .bert_pack_inputs are its two steps (for sentence pairs):
+
+  ```python
+  preprocessor = tf.saved_model.load(path)
+  inputs = preprocessor(tf.constant(["hello world"]))
+  a, b = preprocessor.tokenize(texts_a), preprocessor.tokenize(texts_b)
+  inputs = preprocessor.bert_pack_inputs([a, b], tf.constant(128))
+  ```
+  Keys are Hub's: input_word_ids, input_mask, input_type_ids (int32
+  [B, seq_length]).
+  """
+
+  def __init__(self, vocab_file, do_lower_case, seq_length):
+    """Args: vocab_file: str; do_lower_case: bool; seq_length: int, the
+    length of the default call's outputs."""
+    super().__init__()
+    tokens = tokenization.read_vocab_tokens(vocab_file)
+    tokenization.check_vocab_tokens(tokens, vocab_file)
+    self.tokenizer = tokenization.GraphTokenizer(tokens, do_lower_case)
+    self.cls_id = tokens.index("[CLS]")
+    self.sep_id = tokens.index("[SEP]")
+    self.seq_length = seq_length
+    pieces = tf.RaggedTensorSpec([None, None, None], tf.int32)
+    length = tf.TensorSpec([], tf.int32, name="seq_length")
+    for segments in ([pieces], [pieces, pieces]):
+      self.bert_pack_inputs.get_concrete_function(segments, length)
+
+  @tf.function(input_signature=[_strings("text")])
+  def tokenize(self, text):
+    """int32 RaggedTensor [B, (words), (wordpieces)] of string [B]."""
+    return tf.cast(self.tokenizer.tokenize_word_ids(text), tf.int32)
+
+  @tf.function
+  def bert_pack_inputs(self, segments, seq_length):
+    """Packs one or two tokenized segments (tokenize's outputs) as
+    [CLS] A [SEP] B [SEP], truncated as the original, padded to
+    seq_length."""
+    packed = tokenization.pack_inputs(
+        [segment.merge_dims(-2, -1) for segment in segments], seq_length,
+        self.cls_id, self.sep_id)
+    return {"input_word_ids": packed["input_ids"],
+            "input_mask": packed["input_mask"],
+            "input_type_ids": packed["segment_ids"]}
+
+  @tf.function(input_signature=[_strings("text")])
+  def __call__(self, text):
+    """The encoder inputs of single sentences, seq_length long."""
+    return self.bert_pack_inputs([self.tokenize(text)],
+                                 tf.constant(self.seq_length, tf.int32))
+
+  def signatures(self):
+    return {"serving_default": self.__call__.get_concrete_function()}
