@@ -180,14 +180,37 @@ class SwagModule(ServingModule):
     return {"serving_default": self.serve.get_concrete_function()}
 
 
+def _greedy_chunks(counts, max_pieces):
+  """run_ner's split of long sentences, in the graph: each word's run.
+
+  Words go into runs of at most max_pieces pieces, a new run starting where
+  the next word would not fit (features.chunk_words).
+
+  Args:
+    counts: int64 RaggedTensor [B, (words)], pieces per word.
+    max_pieces: int.
+
+  Returns:
+    int64 RaggedTensor [B, (words)]: each word's run within its sentence.
+  """
+  padded = counts.to_tensor(0)  # [B, W]
+
+  def step(state, count):
+    length, run = state
+    new_run = (length > 0) & (length + count > max_pieces) & (count > 0)
+    length = tf.where(new_run, tf.zeros_like(length), length) + count
+    return length, run + tf.cast(new_run, tf.int64)
+
+  zeros = tf.zeros_like(padded[:, 0])
+  _, runs = tf.scan(step, tf.transpose(padded), (zeros, zeros))  # [W, B]
+  return tf.RaggedTensor.from_tensor(tf.transpose(runs), counts.row_lengths())
+
+
 class NerModule(ServingModule):
   """run_ner's model: sentences of space-separated words in; each word's
-  tag (from its first word-piece) out.
-
-  A sentence is one sequence: words whose first piece falls past
-  seq_length - 2 pieces get the tag "" (run_ner.py splits such sentences
-  into several sequences instead).
-  """
+  tag (from its first word-piece) out. A sentence longer than one sequence
+  is cut at words into several, as run_ner.py cuts it, so every word is
+  tagged."""
 
   def __init__(self, model, vocab_file, do_lower_case, seq_length,
                label_list):
@@ -208,43 +231,48 @@ class NerModule(ServingModule):
       dict: "tags" and "words", string [B, max_words] ("" past each
       sentence's end).
     """
+    seq_length = self.preprocessor.seq_length
+    max_pieces = seq_length - 2
     words = tf.strings.split(text)  # [B, (W)]
     pieces = self.preprocessor.tokenizer.tokenize_ids(words.flat_values)
-    # A word with no pieces (only control characters) is [UNK], as run_ner.
+    # A word with no pieces (only control characters) is [UNK], as run_ner;
+    # one longer than a sequence keeps its first max_pieces (its first,
+    # labelled, piece among them).
     unknown = tf.RaggedTensor.from_tensor(
         tf.fill([tf.shape(words.flat_values)[0], 1],
                 tf.constant(self.unk_id, tf.int64)))
-    counts = tf.maximum(pieces.row_lengths(), 1)
+    counts = tf.minimum(tf.maximum(pieces.row_lengths(), 1), max_pieces)
     pieces = tf.concat([pieces, unknown], axis=1)
     pieces = tf.ragged.boolean_mask(
         pieces, tf.ragged.range(pieces.row_lengths()) < counts[:, tf.newaxis])
-    # Each word's first piece: its offset within its sentence, after [CLS].
-    rows = words.value_rowids()
-    totals = tf.math.unsorted_segment_sum(counts, rows, words.nrows())  # [B]
+    # Every word's sequence: its sentence's runs, numbered over the batch.
+    runs = _greedy_chunks(words.with_flat_values(counts), max_pieces)
+    runs_per_sentence = tf.reduce_max(runs, axis=1) + 1  # 0 words: 0 runs
+    first_run = tf.math.cumsum(tf.maximum(runs_per_sentence, 0),
+                               exclusive=True)
+    rows = tf.gather(first_run, words.value_rowids()) + runs.flat_values
+    num_rows = tf.reduce_sum(tf.maximum(runs_per_sentence, 0))
+    totals = tf.math.unsorted_segment_sum(counts, rows, num_rows)  # [R]
+    # Each word's first piece in its sequence, after [CLS].
     positions = 1 + tf.math.cumsum(counts, exclusive=True) - tf.gather(
         tf.math.cumsum(totals, exclusive=True), rows)
-    sentence_pieces = tf.RaggedTensor.from_row_lengths(pieces.flat_values,
+    sequence_pieces = tf.RaggedTensor.from_row_lengths(pieces.flat_values,
                                                        totals)
-    seq_length = self.preprocessor.seq_length
-    sentence_pieces = sentence_pieces[:, :seq_length - 2]
     ids = tf.concat([
-        tf.fill([words.nrows(), 1],
-                tf.constant(self.preprocessor.cls_id, tf.int64)),
-        sentence_pieces,
-        tf.fill([words.nrows(), 1],
-                tf.constant(self.preprocessor.sep_id, tf.int64))], axis=1)
+        tf.fill([num_rows, 1], tf.constant(self.preprocessor.cls_id,
+                                           tf.int64)),
+        sequence_pieces,
+        tf.fill([num_rows, 1], tf.constant(self.preprocessor.sep_id,
+                                           tf.int64))], axis=1)
     input_ids = ids.to_tensor(0, shape=[None, seq_length])
     input_mask = tf.ones_like(ids).to_tensor(0, shape=[None, seq_length])
     logits = self.model({"input_ids": tf.cast(input_ids, tf.int32),
                          "input_mask": tf.cast(input_mask, tf.int32),
                          "segment_ids": tf.zeros_like(input_ids, tf.int32)},
                         training=False)
-    predicted = tf.argmax(logits, axis=-1)  # [B, T]
-    inside = positions <= seq_length - 2
-    indexes = tf.stack([rows, tf.where(inside, positions, 0)], axis=1)
-    tags = tf.where(inside,
-                    tf.gather(self.labels, tf.gather_nd(predicted, indexes)),
-                    "")
+    predicted = tf.argmax(logits, axis=-1)  # [R, T]
+    tags = tf.gather(self.labels, tf.gather_nd(
+        predicted, tf.stack([rows, positions], axis=1)))
     return {"tags": words.with_flat_values(tags).to_tensor(""),
             "words": words.to_tensor("")}
 
