@@ -69,7 +69,9 @@ def main(argv):
   # The same loss as ours: cross-entropy over the labelled pieces only.
   theirs = model_garden.train_step(
       theirs_model, batch,
-      lambda logits: task.loss(lambda batch, training: logits, batch, True),
+      lambda outputs: task.loss(
+          lambda batch, training: (outputs["logits"] if isinstance(
+              outputs, dict) else outputs), batch, True),
       5e-5, FLAGS.jit_compile)
 
   m = timing.alternated_medians(
