@@ -305,3 +305,9 @@ def test_bad_exports_are_one_line_and_leave_nothing(tmp_path):
   assert "exists and is not empty; pass --overwrite" in result.stderr
   assert (tmp_path / "export" / "keep.txt").read_text() == "mine"
   assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]
+  result = run_script("export_saved_model.py",
+                      dict(args, task="classifier",
+                           export_dir=str(tmp_path / "other")))
+  assert result.returncode == 1
+  assert "--task=classifier needs --task_name." in result.stderr
+  assert not (tmp_path / "other").exists()
