@@ -11,9 +11,11 @@ post-processing; a loaded model needs only TensorFlow and TensorFlow Text:
     --export_dir=/tmp/mrpc_saved_model
 
 Tasks: classifier (run_classifier.py's checkpoints; --task_name gives the
-labels and whether it takes text_b), swag, ner (fine-tuned), encoder (any
-checkpoint: BertModel's outputs, like TF Hub's BERT encoders), preprocessor
-(TF Hub's BERT preprocessing interface; no checkpoint needed).
+labels and whether it takes text_b), squad (run_squad.py's checkpoints and
+flags: question and context in, predictions.json's answer out), swag, ner
+(fine-tuned), encoder (any checkpoint: BertModel's outputs, like TF Hub's
+BERT encoders), preprocessor (TF Hub's BERT preprocessing interface; no
+checkpoint needed).
 """
 
 from absl import flags
@@ -27,12 +29,15 @@ from runner_lib.ner import data as ner_data
 from runner_lib.ner import task as ner_task
 from runner_lib.serving import export
 from runner_lib.serving import modules
+from runner_lib.serving import squad as squad_serving
+from runner_lib.squad import options as squad_options
+from runner_lib.squad import task as squad_task
 from runner_lib.swag import task as swag_task
 import tokenization
 
 FLAGS = flags.FLAGS
 
-TASKS = ("classifier", "encoder", "ner", "preprocessor", "swag")
+TASKS = ("classifier", "encoder", "ner", "preprocessor", "squad", "swag")
 
 flags.DEFINE_enum("task", None, TASKS, "Required. Which model the "
                   "checkpoint holds, and so the signatures.")
@@ -45,6 +50,10 @@ flags.DEFINE_string("task_name", None, "--task=classifier: the GLUE / XNLI "
 flags.DEFINE_list("label_list", list(ner_data.LABELS),
                   "--task=ner: the tags, as run_ner.py's --label_list.")
 runner_flags.define_model_flags()
+# --task=squad: run_squad.py's windows, n-best search and threshold.
+squad_options.define_window_flags()
+squad_options.define_answer_flags()
+squad_options.define_version_2_flags()
 
 
 def build_module(config):
@@ -58,6 +67,16 @@ def build_module(config):
         config, FLAGS.max_seq_length, processor.get_labels()).build_model()
     return modules.ClassifierModule(model, *common, processor.get_labels(),
                                     pair=processor.COLUMNS[1] is not None)
+  if FLAGS.task == "squad":
+    squad_options.check_flags()
+    model = squad_task.SquadTask(config, FLAGS.max_seq_length).build_model()
+    return squad_serving.SquadModule(
+        model, *common, doc_stride=FLAGS.doc_stride,
+        max_query_length=FLAGS.max_query_length,
+        n_best_size=FLAGS.n_best_size,
+        max_answer_length=FLAGS.max_answer_length,
+        version_2_with_negative=FLAGS.version_2_with_negative,
+        null_score_diff_threshold=FLAGS.null_score_diff_threshold)
   if FLAGS.task == "swag":
     model = swag_task.SwagTask(config, FLAGS.max_seq_length).build_model()
     return modules.SwagModule(model, *common)

@@ -33,6 +33,7 @@ from runner_lib.core import predict
 from runner_lib.squad import data
 from runner_lib.squad import evaluation
 from runner_lib.squad import features
+from runner_lib.squad import options as squad_options
 from runner_lib.squad import predictions
 from runner_lib.squad import task as squad_task
 
@@ -45,36 +46,15 @@ flags.DEFINE_string("train_file", None,
 flags.DEFINE_string(
     "predict_file", None,
     "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json")
-flags.DEFINE_integer(
-    "doc_stride", 128,
-    "When splitting up a long document into chunks, how much stride to "
-    "take between chunks.")
-flags.DEFINE_integer(
-    "max_query_length", 64,
-    "The maximum number of tokens for the question. Questions longer than "
-    "this will be truncated to this length.")
-flags.DEFINE_integer(
-    "n_best_size", 20,
-    "The total number of n-best predictions to generate in the "
-    "nbest_predictions.json output file.")
-flags.DEFINE_integer(
-    "max_answer_length", 30,
-    "The maximum length of an answer that can be generated. This is needed "
-    "because the start and end predictions are not conditioned on one "
-    "another.")
+squad_options.define_window_flags()
+squad_options.define_answer_flags()
 runner_flags.define_tpu_flags()
 flags.DEFINE_bool(
     "verbose_logging", False,
     "If true, all of the warnings related to data processing will be "
     "printed. A number of warnings are expected for a normal SQuAD "
     "evaluation.")
-flags.DEFINE_bool(
-    "version_2_with_negative", False,
-    "If true, the SQuAD examples contain some that do not have an answer.")
-flags.DEFINE_float(
-    "null_score_diff_threshold", 0.0,
-    "If null_score - best_non_null is greater than the threshold predict "
-    "null.")
+squad_options.define_version_2_flags()
 
 # The original pre-shuffles training examples with this seed.
 TRAIN_SHUFFLE_SEED = 12345
@@ -94,13 +74,7 @@ def check_flags():
         "If `do_predict` is True, then `predict_file` must be specified.")
   runner_flags.check_positive(runner_flags.POSITIVE_TRAINING_FLAGS)
   config, tokenizer = runner_flags.config_and_tokenizer()
-  if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:
-    raise errors.InputError(
-        "The max_seq_length (%d) must be greater than max_query_length "
-        "(%d) + 3: [CLS] question [SEP] context [SEP] leaves no room for "
-        "the context." % (FLAGS.max_seq_length, FLAGS.max_query_length))
-  runner_flags.check_positive(("doc_stride", "max_query_length",
-                               "n_best_size", "max_answer_length"))
+  squad_options.check_flags()
   return config, tokenizer
 
 

@@ -98,6 +98,27 @@ class GraphTokenizer(tf.Module):
         max_bytes_per_word=_MAX_BYTES_PER_WORD, token_out_type=tf.int64,
         unknown_token="[UNK]", no_pretokenization=True)
 
+  def split_words(self, texts, valid_utf8=False):
+    """BasicTokenizer's words: string RaggedTensor [B, (words)] (see the
+    module's split_words)."""
+    return split_words(texts, self.do_lower_case, valid_utf8)
+
+  def wordpiece_ids(self, words):
+    """WordpieceTokenizer on words from split_words.
+
+    Args:
+      words: string RaggedTensor [..., (words)].
+
+    Returns:
+      int64 RaggedTensor [..., (words), (wordpieces)].
+    """
+    too_long = (tf.strings.length(words.flat_values, unit="UTF8_CHAR") >
+                text_lib.MAX_INPUT_CHARS_PER_WORD)
+    # "[UNK]" is a vocab entry, so WordPiece maps it to itself.
+    words = words.with_flat_values(
+        tf.where(too_long, "[UNK]", words.flat_values))
+    return self._wordpiece.tokenize(words)
+
   def tokenize_word_ids(self, texts, valid_utf8=False):
     """Tokenizes a batch to ids, grouped by word.
 
@@ -108,13 +129,7 @@ class GraphTokenizer(tf.Module):
     Returns:
       int64 RaggedTensor [B, (words), (wordpieces)].
     """
-    words = split_words(texts, self.do_lower_case, valid_utf8)
-    too_long = (tf.strings.length(words.flat_values, unit="UTF8_CHAR") >
-                text_lib.MAX_INPUT_CHARS_PER_WORD)
-    # "[UNK]" is a vocab entry, so WordPiece maps it to itself.
-    words = words.with_flat_values(
-        tf.where(too_long, "[UNK]", words.flat_values))
-    return self._wordpiece.tokenize(words)
+    return self.wordpiece_ids(self.split_words(texts, valid_utf8))
 
   def tokenize_ids(self, texts, valid_utf8=False):
     """Tokenizes a batch to ids.
@@ -130,5 +145,10 @@ class GraphTokenizer(tf.Module):
 
   def tokenize(self, texts, valid_utf8=False):
     """Like tokenize_ids, but string RaggedTensor [B, (wordpieces)]."""
-    ids = self.tokenize_ids(texts, valid_utf8)
-    return ids.with_flat_values(tf.gather(self._vocab, ids.flat_values))
+    return self.id_to_token(self.tokenize_ids(texts, valid_utf8))
+
+  def id_to_token(self, ids):
+    """The vocab's strings for int ids of any shape (ragged too)."""
+    if isinstance(ids, tf.RaggedTensor):
+      return ids.with_flat_values(self.id_to_token(ids.flat_values))
+    return tf.gather(self._vocab, ids)

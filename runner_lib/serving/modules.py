@@ -11,7 +11,8 @@ import tensorflow as tf
 import tokenization
 
 
-def _strings(name, shape=(None,)):
+def string_spec(name, shape=(None,)):
+  """A string [batch] (or shape) input signature entry named name."""
   return tf.TensorSpec(list(shape), tf.string, name=name)
 
 
@@ -68,10 +69,11 @@ class ClassifierModule(ServingModule):
     super().__init__(model, vocab_file, do_lower_case, seq_length)
     self.labels = tf.constant(label_list) if label_list else None
     self.pair = pair
-    inputs = [_strings("text_a")] + ([_strings("text_b")] if pair else [])
+    inputs = [string_spec("text_a")] + (
+        [string_spec("text_b")] if pair else [])
     self.serve = tf.function(self._serve, input_signature=inputs)
-    self.serve_examples = tf.function(self._serve_examples,
-                                      input_signature=[_strings("examples")])
+    self.serve_examples = tf.function(
+        self._serve_examples, input_signature=[string_spec("examples")])
 
   def _serve(self, text_a, text_b=None):
     """Classifies a batch.
@@ -113,9 +115,9 @@ class EncoderModule(ServingModule):
   def __init__(self, model, vocab_file, do_lower_case, seq_length):
     super().__init__(model, vocab_file, do_lower_case, seq_length)
     self.serve = tf.function(self._serve, input_signature=[
-        _strings("text_a")])
+        string_spec("text_a")])
     self.serve_pair = tf.function(self._serve, input_signature=[
-        _strings("text_a"), _strings("text_b")])
+        string_spec("text_a"), string_spec("text_b")])
 
   def _serve(self, text_a, text_b=None):
     """Encodes a batch.
@@ -149,8 +151,8 @@ class SwagModule(ServingModule):
     super().__init__(model, vocab_file, do_lower_case, seq_length)
     self.num_choices = num_choices
     self.serve = tf.function(self._serve, input_signature=[
-        _strings("context"), _strings("start"),
-        _strings("endings", (None, num_choices))])
+        string_spec("context"), string_spec("start"),
+        string_spec("endings", (None, num_choices))])
 
   def _serve(self, context, start, endings):
     """Scores a batch.
@@ -219,7 +221,7 @@ class NerModule(ServingModule):
     super().__init__(model, vocab_file, do_lower_case, seq_length)
     self.labels = tf.constant(label_list)
     self.unk_id = tokenization.read_vocab_tokens(vocab_file).index("[UNK]")
-    self.serve = tf.function(self._serve, input_signature=[_strings("text")])
+    self.serve = tf.function(self._serve, input_signature=[string_spec("text")])
 
   def _serve(self, text):
     """Tags a batch.
@@ -311,7 +313,7 @@ class PreprocessorModule(tf.Module):
     for segments in ([pieces], [pieces, pieces]):
       self.bert_pack_inputs.get_concrete_function(segments, length)
 
-  @tf.function(input_signature=[_strings("text")])
+  @tf.function(input_signature=[string_spec("text")])
   def tokenize(self, text):
     """int32 RaggedTensor [B, (words), (wordpieces)] of string [B]."""
     return tf.cast(self.tokenizer.tokenize_word_ids(text), tf.int32)
@@ -328,7 +330,7 @@ class PreprocessorModule(tf.Module):
             "input_mask": packed["input_mask"],
             "input_type_ids": packed["segment_ids"]}
 
-  @tf.function(input_signature=[_strings("text")])
+  @tf.function(input_signature=[string_spec("text")])
   def __call__(self, text):
     """The encoder inputs of single sentences, seq_length long."""
     return self.bert_pack_inputs([self.tokenize(text)],
