@@ -311,3 +311,107 @@ def test_bad_exports_are_one_line_and_leave_nothing(tmp_path):
   assert result.returncode == 1
   assert "--task=classifier needs --task_name." in result.stderr
   assert not (tmp_path / "other").exists()
+
+
+def squad_rows(path, paragraphs):
+  """(questions, contexts, ids) of the given paragraphs of the first
+  article, and the file cut to them."""
+  with open(path) as f:
+    data = json.load(f)
+  data["data"] = data["data"][:1]
+  kept = data["data"][0]["paragraphs"]
+  kept[:] = [kept[i] for i in paragraphs]
+  rows = [(qa["question"], p["context"], qa["id"]) for p in kept
+          for qa in p["qas"]]
+  return [list(column) for column in zip(*rows)], data
+
+
+def test_squad_export_answers_as_run_squad(shared_data, tmp_path):
+  config = modeling.BertConfig(**dict(CONFIG, max_position_embeddings=128))
+  config_file = tmp_path / "bert_config.json"
+  config_file.write_text(config.to_json_string())
+  weights = reference.random_weights(config, seed=6)
+  rng = np.random.RandomState(7)
+  weights["cls/squad/output_weights"] = rng.randn(2, 32).astype(np.float32)
+  weights["cls/squad/output_bias"] = (0.1 * rng.randn(2)).astype(np.float32)
+  prefix = reference.write_tf1_checkpoint(
+      str(tmp_path / "finetuned" / "model.ckpt-9"), weights)
+  vocab_file = os.path.join(shared_data, "vocab", "uncased_vocab.txt")
+  squad_dir = os.path.join(shared_data, "squad")
+  # v1.1: contexts of 157, 125, 71, 87, 39 and 39 WordPieces; v2.0: 156,
+  # 269, 88, 197, 148 and 62. Windows of at most 96 - 3 - question pieces,
+  # 32 apart: most contexts take several windows, some one.
+  v1, v1_data = squad_rows(
+      os.path.join(squad_dir, "dev-v1.1.subset-Super_Bowl_50.json"),
+      range(6))
+  v2, v2_data = squad_rows(
+      os.path.join(squad_dir, "dev-v2.0.subset-first5articles.json"),
+      [0, 1, 2, 3, 4, 21])
+  (tmp_path / "v1.json").write_text(json.dumps(v1_data))
+  (tmp_path / "v2.json").write_text(json.dumps(v2_data))
+  tokenizer = tokenization.FullTokenizer(vocab_file)
+  for questions, contexts, _ in (v1, v2):
+    windows = [len(tokenizer.tokenize(c)) > 96 - 3 - min(
+        24, len(tokenizer.tokenize(q))) for q, c in zip(questions, contexts)]
+    assert any(windows) and not all(windows)
+  common = {"vocab_file": vocab_file, "bert_config_file": str(config_file),
+            "init_checkpoint": prefix, "max_seq_length": "96",
+            "doc_stride": "32", "max_query_length": "24"}
+  # A threshold that answers some SQuAD 2.0 questions with "" and not others
+  # (checked below).
+  v2_flags = {"version_2_with_negative": "true",
+              "null_score_diff_threshold": "-22.8"}
+  results = run_scripts([
+      ("run_squad.py", dict(common, do_predict="true",
+                            predict_file=str(tmp_path / "v1.json"),
+                            output_dir=str(tmp_path / "v1_out"),
+                            strategy="default")),
+      ("run_squad.py", dict(common, do_predict="true", **v2_flags,
+                            predict_file=str(tmp_path / "v2.json"),
+                            output_dir=str(tmp_path / "v2_out"),
+                            strategy="default")),
+      ("export_saved_model.py", dict(common, task="squad",
+                                     export_dir=str(tmp_path / "v1_export"))),
+      ("export_saved_model.py", dict(common, task="squad", **v2_flags,
+                                     export_dir=str(tmp_path / "v2_export")))])
+  for result in results:
+    assert result.returncode == 0, result.stderr[-3000:]
+  got = load_isolated(tmp_path, {
+      version: {"path": str(tmp_path / (version + "_export")),
+                "signature": "serving_default",
+                "inputs": {"question": rows[0], "context": rows[1]}}
+      for version, rows in (("v1", v1), ("v2", v2))})
+
+  def read(version, name):
+    return json.loads((tmp_path / (version + "_out") / name).read_text())
+
+  partial = 0
+  for version, (_, contexts, ids) in (("v1", v1), ("v2", v2)):
+    answers = read(version, "predictions.json")
+    nbest = read(version, "nbest_predictions.json")
+    out = got[version]
+    assert out["answer_text"] == [answers[i] for i in ids]
+    for row, qas_id in enumerate(ids):
+      text, start = out["answer_text"][row], out["answer_start"][row]
+      if not text:
+        assert start == -1
+        continue
+      # The answer is where answer_start says, often part of a word (the
+      # WordPieces projected back onto the context's characters).
+      context = contexts[row]
+      assert context[start:start + len(text)] == text
+      end = start + len(text)
+      partial += not ((start == 0 or context[start - 1].isspace()) and
+                      (end == len(context) or context[end].isspace()))
+      best = next(e for e in nbest[qas_id] if e["text"])
+      assert out["score"][row] == pytest.approx(
+          best["start_logit"] + best["end_logit"], abs=1e-4)
+  assert partial >= 10
+  null_odds = read("v2", "null_odds.json")
+  v2_answers = read("v2", "predictions.json")
+  np.testing.assert_allclose(got["v2"]["null_score_diff"],
+                             [null_odds[i] for i in v2[2]], atol=1e-4)
+  assert got["v2"]["best_non_null_text"] == [
+      next(e["text"] for e in read("v2", "nbest_predictions.json")[i]
+           if e["text"]) for i in v2[2]]
+  assert 5 <= sum(v2_answers[i] == "" for i in v2[2]) <= len(v2[2]) - 5
