@@ -25,8 +25,7 @@ from runner_lib.classifier import data as classifier_data
 from runner_lib.classifier import task as classifier_task
 from runner_lib.core import errors
 from runner_lib.core import flags as runner_flags
-from runner_lib.ner import data as ner_data
-from runner_lib.ner import task as ner_task
+from runner_lib.ner import options as ner_options
 from runner_lib.serving import export
 from runner_lib.serving import modules
 from runner_lib.serving import squad as squad_serving
@@ -47,9 +46,9 @@ flags.DEFINE_bool("overwrite", False,
                   "Replace an existing, non-empty --export_dir.")
 flags.DEFINE_string("task_name", None, "--task=classifier: the GLUE / XNLI "
                     "task, as run_classifier.py's --task_name.")
-flags.DEFINE_list("label_list", list(ner_data.LABELS),
-                  "--task=ner: the tags, as run_ner.py's --label_list.")
 runner_flags.define_model_flags()
+# --task=ner: run_ner.py's tags and tagger (fine-tuned or feature-based).
+ner_options.define_model_flags()
 # --task=squad: run_squad.py's windows, n-best search and threshold.
 squad_options.define_window_flags()
 squad_options.define_answer_flags()
@@ -81,9 +80,8 @@ def build_module(config):
     model = swag_task.SwagTask(config, FLAGS.max_seq_length).build_model()
     return modules.SwagModule(model, *common)
   if FLAGS.task == "ner":
-    model = ner_task.NerTask(config, FLAGS.max_seq_length,
-                             FLAGS.label_list).build_model()
-    return modules.NerModule(model, *common, FLAGS.label_list)
+    task = ner_options.make_task(config)
+    return modules.NerModule(task.build_model(), *common, task.label_list)
   return modules.EncoderModule(modeling.BertModel(config), *common)
 
 

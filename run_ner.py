@@ -22,71 +22,27 @@ from absl import flags
 from absl import logging
 import numpy as np
 
-from modeling import token_classifier
 from runner_lib.core import distribute
 from runner_lib.core import errors
 from runner_lib.core import flags as runner_flags
 from runner_lib.ner import data
 from runner_lib.ner import evaluation
 from runner_lib.ner import features
-from runner_lib.ner import task as ner_task
+from runner_lib.ner import options as ner_options
 
 FLAGS = flags.FLAGS
 
 flags.DEFINE_string("data_dir", None, "Required. The input data dir: "
                     "CoNLL-format train.txt, dev.txt and test.txt (or "
                     "CoNLL-2003's eng.train, eng.testa and eng.testb).")
-flags.DEFINE_list("label_list", list(data.LABELS),
-                  "The IOB2 tags, comma-separated, in the order of the "
-                  "output layer's rows.")
 flags.DEFINE_bool("document_context", False,
                   "Fill each sequence with the sentences around it in its "
                   "document, as much as fits (the paper's maximal document "
                   "context); only the sentence's own words are labelled.")
-flags.DEFINE_bool("feature_based", False,
-                  "Keep BERT frozen and train a 2-layer BiLSTM tagger on its "
-                  "layers (the paper's feature-based approach).")
-flags.DEFINE_list("feature_layers", ["-1", "-2", "-3", "-4"],
-                  "With --feature_based: the layers it reads, as "
-                  "extract_features.py's --layers (-1 the last) or "
-                  "`embeddings`, or `all` for every encoder layer.")
-flags.DEFINE_enum("feature_combination", "concat", ["concat", "weighted_sum"],
-                  "With --feature_based: concatenate the layers, or mix them "
-                  "by learned weights.")
-flags.DEFINE_integer("lstm_units", 768, "With --feature_based: units per "
-                     "direction of each LSTM layer.")
+ner_options.define_model_flags()
 runner_flags.define_model_flags()
 runner_flags.define_finetuning_flags()
 runner_flags.define_tpu_flags()
-
-
-def make_task(config):
-  """The NER task the flags ask for.
-
-  Raises:
-    errors.InputError: a bad --label_list or --feature_layers.
-  """
-  labels = FLAGS.label_list
-  bad = [t for t in labels if t != "O" and t[:2] not in ("B-", "I-")]
-  if "O" not in labels or bad or len(set(labels)) != len(labels):
-    raise errors.InputError(
-        "--label_list must hold O and B-/I- tags, each once; got %s." %
-        ",".join(labels))
-  if not FLAGS.feature_based:
-    return ner_task.NerTask(config, FLAGS.max_seq_length, labels)
-  try:
-    if FLAGS.feature_layers == ["all"]:
-      layers = list(range(config.num_hidden_layers))
-    else:
-      layers = [l if l == token_classifier.EMBEDDINGS else int(l)
-                for l in FLAGS.feature_layers]
-    token_classifier.resolve_layers(layers, config.num_hidden_layers)
-  except ValueError as e:
-    raise errors.InputError("--feature_layers=%s: %s" %
-                            (",".join(FLAGS.feature_layers), e)) from None
-  return ner_task.FeatureBasedNerTask(
-      config, FLAGS.max_seq_length, labels, layers,
-      FLAGS.feature_combination == "weighted_sum", FLAGS.lstm_units)
 
 
 def to_features(sentences, task, tokenizer):
@@ -119,7 +75,7 @@ def main(_):
   strategy = distribute.get_strategy(**runner_flags.tpu_flag_values())
   per_replica = runner_flags.check_finetuning_flags(strategy)
   config, tokenizer = runner_flags.config_and_tokenizer()
-  task = make_task(config)
+  task = ner_options.make_task(config)
   # Read every input before the first output, so that bad data stops the
   # run before it writes anything.
   splits = [("train", FLAGS.do_train), ("dev", FLAGS.do_eval),

@@ -11,6 +11,7 @@ import tensorflow as tf
 import modeling
 from runner_lib.ner import data
 from tests import reference
+from tests import test_export_saved_model
 from tests.conftest import read_results
 from tests.conftest import run_script
 
@@ -187,6 +188,25 @@ def test_learns_real_sentences_fine_tuned_then_feature_based(shared_data,
   assert shapes["cls/ner_features/lstm_0/forward/kernel"] == [128, 128]
   assert shapes["cls/ner_features/output_weights"] == [9, 64]
   assert "cls/ner_features/layer_weights" not in shapes
+
+  # Its SavedModel tags raw dev sentences as run_ner.py did.
+  result = run_script("export_saved_model.py", dict(
+      task="ner", feature_based="true", feature_layers="-1,-2",
+      lstm_units="32", vocab_file=common["vocab_file"],
+      bert_config_file=str(tmp_path / "bert_config.json"),
+      init_checkpoint=str(tmp_path / "features"), max_seq_length="48",
+      export_dir=str(tmp_path / "export")))
+  assert result.returncode == 0, result.stderr[-3000:]
+  rows = [[line.split(" ") for line in block.split("\n")] for block in
+          (tmp_path / "features" / "eval_predictions.txt").read_text()
+          .split("\n\n")[:-1]]
+  got = test_export_saved_model.load_isolated(tmp_path, {"ner": {
+      "path": str(tmp_path / "export"), "signature": "serving_default",
+      "inputs": {"text": [" ".join(r[0] for r in sentence)
+                          for sentence in rows]}}})["ner"]
+  assert len(rows) == dev_lines.count("\n\n") > 100
+  for sentence, tags in zip(rows, got["tags"]):
+    assert tags[:len(sentence)] == [r[2] for r in sentence]
 
 
 @pytest.mark.parametrize("case,message", [
