@@ -11,11 +11,14 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from runner_lib.serving import modules
-from runner_lib.squad import predictions
 
 # run_squad's word separators (data.is_whitespace), one or more.
 _CONTEXT_WHITESPACE = r"[ \t\r\n\x{202F}]+"
 _SPACE = ord(" ")
+# The original's starting null score, the answer's when an example has no
+# window (as squad/predictions.py's; task packages do not import each
+# other).
+NULL_SCORE_START = 1000000
 
 
 def doc_windows(doc_lengths, query_lengths, seq_length, doc_stride):
@@ -403,7 +406,7 @@ class SquadModule(modules.ServingModule):
     score_null = tf.minimum(
         tf.math.unsorted_segment_min(null_scores, windows["example"],
                                      batch_size),
-        tf.constant(predictions.NULL_SCORE_START, tf.float64))
+        tf.constant(NULL_SCORE_START, tf.float64))
     # In the original's order of operations, for the same float64 value.
     score_diff = tf.where(
         found, score_null - span["start_logit"] - span["end_logit"],
