@@ -41,6 +41,7 @@ flags.DEFINE_string("layers", "-1,-2,-3,-4",
                     "Comma-separated encoder layers to output; -1 is the last.")
 flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
 runner_flags.define_tpu_flags()
+runner_flags.define_trim_flag()
 flags.DEFINE_bool(
     "use_one_hot_embeddings", False,
     "If True, tf.one_hot will be used for embedding lookups, otherwise "
@@ -87,6 +88,11 @@ def main(_):
     return [outputs[i] for i in layer_indexes]
 
   run_prediction = predict.predictor(strategy, predict_fn)
+  # Only each example's own tokens are written, so a batch can stop after
+  # its longest (in input order: the lines are written as they come).
+  trim = (() if not FLAGS.trim_padding or isinstance(
+      strategy, tf.distribute.TPUStrategy) else
+          ("input_ids", "input_mask", "segment_ids"))
   examples = data.read_examples(FLAGS.input_file)
   num_written = 0
   with fileio.atomic_output(FLAGS.output_file) as writer:
@@ -96,7 +102,7 @@ def main(_):
       # Outputs come in input order, padding rows dropped.
       rows = iter(features)
       for layers in run_prediction(predict.pad_and_batch(
-          data.features_dataset(features), FLAGS.batch_size)):
+          data.features_dataset(features), FLAGS.batch_size, trim)):
         for row in range(len(layers[0])):
           writer.write(jsonl.to_json_line(next(rows), layer_indexes,
                                           [layer[row] for layer in layers]))

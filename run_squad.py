@@ -100,7 +100,8 @@ def predict_features(strategy, model, task, path, batch_size):
   """
   outputs = predict.predict_records(
       strategy, lambda batch: task.predict(model, batch), path,
-      task.name_to_features(False), batch_size)
+      task.name_to_features(False), batch_size,
+      trim=runner_flags.trim_features(task, strategy, False))
   return [predictions.RawResult(int(unique_id), start, end)
           for unique_id, start, end in zip(outputs["unique_ids"],
                                            outputs["start_logits"],
@@ -141,7 +142,8 @@ def main(_):
     logging.info("  Num steps = %d", num_train_steps)
     del train_examples
     trainer.train(input_pipeline.training_dataset_fn(
-        [train_file], task.name_to_features(True), per_replica, FLAGS.seed),
+        [train_file], task.name_to_features(True), per_replica, FLAGS.seed,
+        trim=runner_flags.trim_features(task, strategy, True)),
                   FLAGS.train_batch_size)
 
   if FLAGS.do_predict:

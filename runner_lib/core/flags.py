@@ -158,6 +158,32 @@ def define_finetuning_flags(modes=("train", "eval", "predict")):
   flags.DEFINE_float("warmup_proportion", 0.1,
                      "Proportion of training to perform linear learning rate "
                      "warmup for. E.g., 0.1 = 10% of training.")
+  define_trim_flag()
+
+
+def define_trim_flag():
+  """--trim_padding: batches cut after their longest sequence."""
+  flags.DEFINE_bool(
+      "trim_padding", True,
+      "Cut each batch after its longest sequence (rounded up to a multiple "
+      "of %d positions) instead of computing max_seq_length positions; "
+      "prediction also batches records by length. The records keep the "
+      "original's fixed length and the outputs are the same to float32 "
+      "rounding. Off on TPU, whose programs need static shapes." %
+      input_pipeline.TRIM_MULTIPLE)
+
+
+def trim_features(task, strategy, is_training):
+  """The features a batch is cut on: Task.sequence_features under
+  --trim_padding, none on TPU (static shapes) or without the flag.
+
+  Returns:
+    tuple of str.
+  """
+  if not FLAGS.trim_padding or isinstance(strategy,
+                                          tf.distribute.TPUStrategy):
+    return ()
+  return task.sequence_features(is_training)
 
 
 # Integer flags of define_training_flags that must be at least 1 (where
@@ -293,7 +319,8 @@ def train_on_records(trainer, task, train_file, num_examples, per_replica):
   logging.info("  Batch size = %d", FLAGS.train_batch_size)
   logging.info("  Num steps = %d", trainer.num_train_steps)
   trainer.train(input_pipeline.training_dataset_fn(
-      [train_file], task.name_to_features(True), per_replica, FLAGS.seed),
+      [train_file], task.name_to_features(True), per_replica, FLAGS.seed,
+      trim=trim_features(task, trainer.strategy, True)),
                 FLAGS.train_batch_size)
 
 
@@ -317,7 +344,8 @@ def predict_on_records(trainer, task, path, num_records, batch_size,
   return predict.predict_records(
       trainer.strategy, lambda batch: task.predict(trainer.model, batch),
       path, task.name_to_features(False), batch_size,
-      num_records=num_records)
+      num_records=num_records,
+      trim=trim_features(task, trainer.strategy, False))
 
 
 def write_eval_results(trainer, results):

@@ -112,6 +112,54 @@ def record_dataset(files, is_training, seed, input_context=None,
   return dataset.skip(skip_records)
 
 
+# A trimmed batch ends at a multiple of this many positions, so a run sees
+# at most max_seq_length / TRIM_MULTIPLE shapes (traces, XLA programs).
+TRIM_MULTIPLE = 16
+
+
+def trim_batch(batch, names, multiple=TRIM_MULTIPLE):
+  """Cuts a batch's padding after its longest sequence.
+
+  Attention masks padded positions, so every real position's output, the
+  loss and the predictions are those of the full-length batch (to float32
+  rounding), for a fraction of the cost on short sentences. The records
+  keep the original's fixed length; only the batch in memory is cut.
+
+  Args:
+    batch: dict of Tensors with "input_mask" int [..., T].
+    names: the features to cut on their last axis (Task.sequence_features).
+    multiple: int, the cut is rounded up to a multiple of this (at most T).
+
+  Returns:
+    dict like batch, names' last axis T' <= T (dynamic).
+  """
+  if not names:
+    return batch
+  mask = batch["input_mask"]
+  longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=-1))
+  length = tf.minimum((longest + multiple - 1) // multiple * multiple,
+                      tf.shape(mask)[-1])
+  return {key: value[..., :length] if key in names else value
+          for key, value in batch.items()}
+
+
+def restore_length(tensor, length, value=0):
+  """Pads a per-position output of a trimmed batch back to full length.
+
+  Args:
+    tensor: [B, T', ...], T' <= length.
+    length: int, max_seq_length.
+    value: the padding's value.
+
+  Returns:
+    [B, length, ...].
+  """
+  paddings = [[0, 0], [0, length - tf.shape(tensor)[1]]] + [[0, 0]] * (
+      tensor.shape.rank - 2)
+  padded = tf.pad(tensor, paddings, constant_values=value)
+  return tf.ensure_shape(padded, [None, length] + tensor.shape[2:])
+
+
 def _parse(records, name_to_features):
   features = tf.io.parse_example(records, name_to_features)
   # int64 is slow or unsupported on accelerators; ids fit in int32.
@@ -120,16 +168,18 @@ def _parse(records, name_to_features):
 
 
 def parse_and_batch(dataset, name_to_features, batch_size,
-                    drop_remainder=True):
+                    drop_remainder=True, trim=()):
   """Parses records into int32 / float32 tensors, in batches of batch_size
-  (the last one shorter where drop_remainder is False)."""
+  (the last one shorter where drop_remainder is False), the features in
+  trim cut after each batch's longest sequence (trim_batch)."""
   dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-  return dataset.map(lambda records: _parse(records, name_to_features),
-                     num_parallel_calls=tf.data.AUTOTUNE).prefetch(
-                         tf.data.AUTOTUNE)
+  return dataset.map(
+      lambda records: trim_batch(_parse(records, name_to_features), trim),
+      num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
-def training_dataset_fn(files, name_to_features, per_replica_batch, seed):
+def training_dataset_fn(files, name_to_features, per_replica_batch, seed,
+                        trim=()):
   """A Trainer.train dataset_fn over TFRecord files: each input pipeline's
   shuffled, repeated, parsed batches, resuming past what was consumed.
 
@@ -138,6 +188,8 @@ def training_dataset_fn(files, name_to_features, per_replica_batch, seed):
     name_to_features: dict of FixedLenFeature.
     per_replica_batch: int.
     seed: int.
+    trim: features to cut after each per-replica batch's longest sequence
+      (trim_batch); the batches themselves are the same.
 
   Returns:
     function (input_context, step) -> tf.data.Dataset.
@@ -145,7 +197,7 @@ def training_dataset_fn(files, name_to_features, per_replica_batch, seed):
   return lambda context, step: parse_and_batch(
       record_dataset(files, True, seed, context,
                      skip_records=step * per_replica_batch),
-      name_to_features, per_replica_batch)
+      name_to_features, per_replica_batch, trim=trim)
 
 
 def eval_dataset_fn(files, name_to_features, per_replica_batch):

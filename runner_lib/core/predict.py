@@ -40,18 +40,24 @@ def pad_batches(batches, batch_size):
   return batches.map(pad)
 
 
-def pad_and_batch(dataset, batch_size):
+def pad_and_batch(dataset, batch_size, trim=()):
   """Batches of exactly batch_size examples, the last one filled with zeros.
 
   Args:
-    dataset: tf.data.Dataset of examples: nests of Tensors of static shape.
+    dataset: tf.data.Dataset of examples: dicts of Tensors of static shape.
     batch_size: int >= 1, the global batch size.
+    trim: features to cut after each batch's longest sequence
+      (input_pipeline.trim_batch).
 
   Returns:
     tf.data.Dataset of (batch, is_real), as pad_batches: ceil(n /
     batch_size) batches for n examples, in dataset order.
   """
-  return pad_batches(dataset.batch(batch_size), batch_size)
+  batches = dataset.batch(batch_size)
+  if trim:
+    batches = batches.map(
+        lambda batch: input_pipeline.trim_batch(batch, trim))
+  return pad_batches(batches, batch_size)
 
 
 def predictor(strategy, predict_fn):
@@ -68,8 +74,11 @@ def predictor(strategy, predict_fn):
     -> iterator of predict_fn's nest as numpy arrays, one per global batch,
     in dataset order, holding the real examples' rows only.
   """
+  # Trimmed batches vary in length: after a second shape the trace is
+  # generalized (a dynamic length) instead of traced again for each.
   step = tf.function(lambda batch, is_real: strategy.run(
-      lambda b, r: (predict_fn(b), r), args=(batch, is_real)))
+      lambda b, r: (predict_fn(b), r), args=(batch, is_real)),
+                     reduce_retracing=True)
 
   def gather(per_replica):
     return np.concatenate(
@@ -103,12 +112,44 @@ def predict_all(strategy, predict_fn, dataset, batch_size):
       pad_and_batch(dataset, batch_size)))
 
 
+def sequence_lengths(records, batch_size=4096):
+  """Each record's real length: its input_mask's sum (for several sequences
+  per record, the longest).
+
+  Args:
+    records: tf.data.Dataset of serialized tf.Examples with an int64
+      "input_mask" of a fixed length.
+    batch_size: int, records parsed at once.
+
+  Returns:
+    int numpy array [num_records].
+  """
+  first = next(iter(records), None)
+  if first is None:
+    return np.zeros([0], np.int64)
+  size = len(tf.train.Example.FromString(first.numpy()).features.feature[
+      "input_mask"].int64_list.value)
+  spec = {"input_mask": tf.io.FixedLenFeature([size], tf.int64)}
+
+  def lengths(batch):
+    mask = tf.io.parse_example(batch, spec)["input_mask"]
+    return tf.reduce_sum(mask, axis=-1)
+
+  return np.concatenate([x for x in records.batch(batch_size).map(
+      lengths).as_numpy_iterator()] or [np.zeros([0], np.int64)])
+
+
 def predict_records(strategy, predict_fn, path, name_to_features, batch_size,
-                    num_records=None):
+                    num_records=None, trim=()):
   """Runs predict_fn over the records of a TFRecord file.
 
   Records are parsed a batch at a time (parse_example is several times
   faster on a batch than on each record), then the last batch is padded.
+  With trim, records are predicted shortest first, so that each batch
+  holds sequences of similar length, and each batch is cut after its
+  longest (input_pipeline.trim_batch); the outputs are put back in file
+  order. An example's outputs do not depend on its batch-mates, so they are
+  the full-length path's to float32 rounding.
 
   Args:
     strategy: a tf.distribute.Strategy.
@@ -117,6 +158,8 @@ def predict_records(strategy, predict_fn, path, name_to_features, batch_size,
     name_to_features: dict of FixedLenFeature, the records' schema.
     batch_size: int, the global batch size.
     num_records: int or None; only the first num_records records.
+    trim: features to cut (Task.sequence_features), or () for the
+      original's full-length batches in file order.
 
   Returns:
     dict of numpy arrays, one row per record, in file order.
@@ -124,7 +167,22 @@ def predict_records(strategy, predict_fn, path, name_to_features, batch_size,
   records = tf.data.TFRecordDataset(path)
   if num_records is not None:
     records = records.take(num_records)
+  order = None
+  if trim:
+    # Prediction files are small enough to hold (SQuAD's dev set: ~30 MB).
+    order = np.argsort(sequence_lengths(records), kind="stable")
+    serialized = np.array(list(records.as_numpy_iterator()), dtype=object)
+    records = tf.data.Dataset.from_tensor_slices(
+        tf.constant(serialized[order].tolist(), tf.string))
   batches = input_pipeline.parse_and_batch(records, name_to_features,
-                                           batch_size, drop_remainder=False)
-  return _concatenate(predictor(strategy, predict_fn)(
+                                           batch_size, drop_remainder=False,
+                                           trim=trim)
+  outputs = _concatenate(predictor(strategy, predict_fn)(
       pad_batches(batches, batch_size)))
+  if order is None:
+    return outputs
+  restored = {}
+  for key, value in outputs.items():
+    restored[key] = np.empty_like(value)
+    restored[key][order] = value
+  return restored

@@ -47,6 +47,18 @@ class Task(abc.ABC):
     """The record schema: dict feature name -> tf.io.FixedLenFeature, for
     training records (is_training) or prediction records."""
 
+  def sequence_features(self, is_training):
+    """Features with one value per position (last axis max_seq_length):
+    those a length-trimmed batch cuts (input_pipeline.trim_batch). By
+    default every feature of that shape; () keeps batches full length.
+
+    Returns:
+      tuple of str.
+    """
+    return tuple(name for name, spec in sorted(
+        self.name_to_features(is_training).items())
+                 if spec.shape and spec.shape[-1] == self.max_seq_length)
+
   @abc.abstractmethod
   def loss(self, model, batch, training):
     """The training loss of a per-replica batch, float32 scalar (the mean

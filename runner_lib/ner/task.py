@@ -5,6 +5,7 @@ labelled word-pieces."""
 import tensorflow as tf
 
 import modeling
+from runner_lib.core import input_pipeline
 from runner_lib.core import losses
 from runner_lib.core import task
 from runner_lib.ner import features
@@ -55,7 +56,9 @@ class NerTask(task.Task):
     sum and labelled-piece count [B] (for eval_loss)."""
     logits = tf.cast(model(batch, training=False), tf.float32)
     loss_sum, count = self._losses(logits, batch)
-    return {"predictions": tf.argmax(logits, axis=-1, output_type=tf.int32),
+    predictions = tf.argmax(logits, axis=-1, output_type=tf.int32)
+    return {"predictions": input_pipeline.restore_length(
+        predictions, self.max_seq_length),
             "loss_sum": loss_sum, "label_count": count}
 
 

@@ -105,6 +105,12 @@ class PretrainingTask(task.Task):
     return data.pretraining_features(self.max_seq_length,
                                      self.max_predictions_per_seq)
 
+  def sequence_features(self, is_training):
+    """None: pre-training sequences are packed to max_seq_length (all but
+    short_seq_prob of them fill it), so trimming would buy little."""
+    del is_training
+    return ()
+
   def build_model(self):
     """BertPretrainer; causal attention for "ltr", no NSP head but for
     "mlm_nsp"."""

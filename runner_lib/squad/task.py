@@ -36,6 +36,17 @@ class SquadTask(task.Task):
     unique ids their logits are matched back by."""
     return features.name_to_features(self.max_seq_length, is_training)
 
+  def sequence_features(self, is_training):
+    """Training batches are trimmed (the loss reads real positions only);
+    prediction batches are not: the original's n-best search ranks every
+    position's logits, padding's too, and a padded position among a
+    window's n_best_size best can push out a valid span (3 of 810 answers
+    changed with a random head), so prediction computes them as the
+    original did."""
+    if not is_training:
+      return ()
+    return super().sequence_features(is_training)
+
   def loss(self, model, batch, training):
     """The original: the mean of the start and end cross-entropies."""
     start_logits, end_logits = model(batch, training=training)

@@ -1,0 +1,208 @@
+"""Length-trimmed batches (--trim_padding): cut after each batch's longest
+sequence, the outputs those of the original's full-length batches."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import modeling
+from runner_lib.classifier import task as classifier_task
+from runner_lib.core import input_pipeline
+from runner_lib.core import predict
+from runner_lib.core import tfrecord
+from runner_lib.ner import task as ner_task
+from runner_lib.pretraining import task as pretraining_task
+from runner_lib.squad import task as squad_task
+from runner_lib.swag import task as swag_task
+from tests import reference
+from tests.conftest import run_scripts
+
+CONFIG = modeling.BertConfig(vocab_size=99, hidden_size=32,
+                             num_hidden_layers=2, num_attention_heads=2,
+                             intermediate_size=64, max_position_embeddings=64,
+                             type_vocab_size=2)
+
+
+def mask_of(lengths, width):
+  return np.array([[1] * n + [0] * (width - n) for n in lengths], np.int32)
+
+
+def test_a_batch_ends_at_a_multiple_of_16_after_its_longest_sequence():
+  for lengths, want in (([3, 17, 5], 32), ([16, 2], 16), ([1], 16),
+                        ([60, 4], 64), ([64], 64), ([0, 0], 0)):
+    mask = mask_of(lengths, 64)
+    batch = {key: tf.constant(value) for key, value in (
+        ("input_mask", mask), ("input_ids", mask * 7),
+        ("label_ids", np.arange(len(lengths))),
+        ("masked_lm_positions", mask[:, :20]))}
+    trimmed = input_pipeline.trim_batch(
+        batch, ("input_mask", "input_ids"))
+    assert trimmed["input_ids"].shape == [len(lengths), want], lengths
+    np.testing.assert_array_equal(trimmed["input_mask"], mask[:, :want])
+    # Features not named are left whole.
+    assert trimmed["masked_lm_positions"].shape == [len(lengths), 20]
+    np.testing.assert_array_equal(trimmed["label_ids"], batch["label_ids"])
+  # SWAG's [B, choices, T]: the longest of all choices.
+  mask = np.stack([mask_of([3, 40, 2, 9], 64), mask_of([5, 1, 1, 1], 64)])
+  trimmed = input_pipeline.trim_batch({"input_mask": tf.constant(mask)},
+                                      ("input_mask",))
+  assert trimmed["input_mask"].shape == [2, 4, 48]
+  # Nothing named: the batch itself.
+  batch = {"input_mask": mask}
+  assert input_pipeline.trim_batch(batch, ()) is batch
+
+
+def test_tasks_name_their_per_position_features():
+  assert classifier_task.ClassificationTask(
+      CONFIG, 64, ["0", "1"]).sequence_features(True) == (
+          "input_ids", "input_mask", "segment_ids")
+  assert ner_task.NerTask(CONFIG, 64, ["O", "B-X", "I-X"]).sequence_features(
+      False) == ("input_ids", "input_mask", "label_ids", "label_mask",
+                 "segment_ids")
+  assert swag_task.SwagTask(CONFIG, 64).sequence_features(True) == (
+      "input_ids", "input_mask", "segment_ids")
+  squad = squad_task.SquadTask(CONFIG, 64)
+  assert squad.sequence_features(True) == ("input_ids", "input_mask",
+                                           "segment_ids")
+  # The original's n-best ranks the padding's logits too.
+  assert squad.sequence_features(False) == ()
+  assert pretraining_task.PretrainingTask(
+      CONFIG, 64, 20).sequence_features(True) == ()
+
+
+def write_records(path, lengths, width, seed):
+  """Classifier records with random ids, of the given real lengths."""
+  rng = np.random.RandomState(seed)
+  with tf.io.TFRecordWriter(path) as writer:
+    for i, n in enumerate(lengths):
+      mask = [1] * n + [0] * (width - n)
+      ids = [int(x) * m for x, m in zip(rng.randint(5, 99, width), mask)]
+      segments = [int(j >= n // 2) * m for j, m in enumerate(mask)]
+      writer.write(tf.train.Example(features=tf.train.Features(feature={
+          "input_ids": tfrecord.int_feature(ids),
+          "input_mask": tfrecord.int_feature(mask),
+          "segment_ids": tfrecord.int_feature(segments),
+          "label_ids": tfrecord.int_feature([i % 2]),
+          "is_real_example": tfrecord.int_feature([1])})).SerializeToString())
+
+
+def test_trimmed_sorted_prediction_equals_the_full_length_path(tmp_path):
+  lengths = list(np.random.RandomState(0).randint(3, 64, 37)) + [64, 2]
+  path = str(tmp_path / "eval.tf_record")
+  write_records(path, lengths, 64, seed=1)
+  task = classifier_task.ClassificationTask(CONFIG, 64, ["0", "1"])
+  model = task.build_model()
+  weights = reference.random_weights(CONFIG, seed=4)
+  weights["output_weights"] = np.random.RandomState(5).randn(
+      2, 32).astype(np.float32)
+  weights["output_bias"] = np.zeros([2], np.float32)
+  modeling.load_checkpoint(model, reference.write_tf1_checkpoint(
+      str(tmp_path / "ckpt" / "model.ckpt"), weights))
+  widths = []
+
+  def predict_fn(batch):
+    widths.append(batch["input_ids"].shape[1])
+    outputs = task.predict(model, batch)
+    outputs["width"] = tf.fill(tf.shape(batch["label_ids"]),
+                               tf.shape(batch["input_ids"])[1])
+    return outputs
+
+  strategy = tf.distribute.get_strategy()
+  full = predict.predict_records(strategy, predict_fn, path,
+                                 task.name_to_features(False), 8)
+  trimmed = predict.predict_records(
+      strategy, predict_fn, path, task.name_to_features(False), 8,
+      trim=task.sequence_features(False))
+  np.testing.assert_allclose(trimmed["logits"], full["logits"], atol=1e-5)
+  np.testing.assert_array_equal(trimmed["label_ids"],
+                                [i % 2 for i in range(len(lengths))])
+  assert set(full["width"]) == {64}
+  # Shortest first: each batch as wide as its longest, rounded to 16.
+  order = np.argsort(lengths, kind="stable")
+  for start in range(0, len(lengths), 8):
+    rows = order[start:start + 8]
+    longest = max(lengths[i] for i in rows)
+    assert set(trimmed["width"][rows]) == {min(64, -(-longest // 16) * 16)}
+  assert set(trimmed["width"]) <= {16, 32, 48, 64}
+  # Traced for the first width, then once for all (a dynamic length).
+  assert widths == [64, 16, None], widths
+
+
+@pytest.mark.slow
+def test_runners_trimmed_equal_full_length_on_real_rows(shared_data,
+                                                        tmp_path):
+  config = modeling.BertConfig(**dict(
+      CONFIG.to_dict(), vocab_size=30522, max_position_embeddings=128,
+      hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
+  (tmp_path / "bert_config.json").write_text(config.to_json_string())
+  weights = reference.random_weights(config, seed=2, scale=0.05)
+  rng = np.random.RandomState(3)
+  weights["cls/ner/output_weights"] = rng.randn(9, 32).astype(np.float32)
+  weights["cls/ner/output_bias"] = np.zeros([9], np.float32)
+  prefix = reference.write_tf1_checkpoint(
+      str(tmp_path / "pretrained" / "bert_model.ckpt"), weights)
+  vocab_file = os.path.join(shared_data, "vocab", "uncased_vocab.txt")
+  mrpc = tmp_path / "mrpc"
+  mrpc.mkdir()
+  source = os.path.join(shared_data, "glue", "MRPC")
+  for name, rows in (("train.tsv", 97), ("dev.tsv", 61), ("test.tsv", 45)):
+    with open(os.path.join(source, name)) as f:
+      (mrpc / name).write_text("".join(f.readlines()[:rows]))
+  conll = tmp_path / "conll"
+  conll.mkdir()
+  with open(os.path.join(shared_data, "conll2003", "eng.testb")) as f:
+    (conll / "test.txt").write_text("\n\n".join(f.read().split("\n\n")[:80]))
+  (tmp_path / "lines.txt").write_text("".join(
+      line.split("\t")[3] + " ||| " + line.split("\t")[4]
+      for line in (mrpc / "test.tsv").read_text().splitlines(True)[1:21]))
+  common = {"vocab_file": vocab_file,
+            "bert_config_file": str(tmp_path / "bert_config.json"),
+            "max_seq_length": "128", "strategy": "default"}
+  runs = []
+  for trim in ("true", "false"):
+    runs += [
+        # Training without dropout: the same updates, then predictions.
+        ("run_classifier.py", dict(
+            common, task_name="MRPC", data_dir=str(mrpc), do_train="true",
+            do_eval="true", do_predict="true", init_checkpoint=prefix,
+            train_batch_size="16", num_train_epochs="1", trim_padding=trim,
+            output_dir=str(tmp_path / ("mrpc_" + trim)))),
+        ("run_ner.py", dict(common, data_dir=str(conll), do_predict="true",
+                            init_checkpoint=prefix, trim_padding=trim,
+                            output_dir=str(tmp_path / ("ner_" + trim)))),
+        ("extract_features.py", dict(
+            common, input_file=str(tmp_path / "lines.txt"),
+            init_checkpoint=prefix, layers="-1", batch_size="8",
+            trim_padding=trim,
+            output_file=str(tmp_path / ("features_%s.jsonl" % trim))))]
+  for result in run_scripts(runs):
+    assert result.returncode == 0, result.stderr[-3000:]
+
+  def probabilities(trim, name):
+    lines = (tmp_path / ("mrpc_" + trim) / name).read_text().splitlines()
+    return np.array([[float(x) for x in line.split("\t")] for line in lines])
+
+  np.testing.assert_allclose(probabilities("true", "test_results.tsv"),
+                             probabilities("false", "test_results.tsv"),
+                             atol=1e-5)
+  results = {trim: (tmp_path / ("mrpc_" + trim) / "eval_results.txt")
+             .read_text().splitlines() for trim in ("true", "false")}
+  for got, want in zip(results["true"], results["false"]):
+    name, got = got.split(" = ")
+    assert float(got) == pytest.approx(float(want.split(" = ")[1]),
+                                       abs=1e-5), name
+  assert ((tmp_path / "ner_true" / "test_predictions.txt").read_text() ==
+          (tmp_path / "ner_false" / "test_predictions.txt").read_text())
+  got = (tmp_path / "features_true.jsonl").read_text().splitlines()
+  want = (tmp_path / "features_false.jsonl").read_text().splitlines()
+  assert len(got) == len(want) == 20
+  import json  # pylint: disable=g-import-not-at-top
+  for a, b in zip(got, want):
+    a, b = json.loads(a), json.loads(b)
+    assert [t["token"] for t in a["features"]] == [
+        t["token"] for t in b["features"]]
+    np.testing.assert_allclose(
+        [t["layers"][0]["values"] for t in a["features"]],
+        [t["layers"][0]["values"] for t in b["features"]], atol=2e-6)
