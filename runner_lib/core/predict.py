@@ -74,8 +74,8 @@ def predictor(strategy, predict_fn):
     -> iterator of predict_fn's nest as numpy arrays, one per global batch,
     in dataset order, holding the real examples' rows only.
   """
-  # Trimmed batches vary in length: after a second shape the trace is
-  # generalized (a dynamic length) instead of traced again for each.
+  # reduce_retracing: batches of a length met later run the trace for the
+  # dataset's (dynamic) shape rather than a trace of their own.
   step = tf.function(lambda batch, is_real: strategy.run(
       lambda b, r: (predict_fn(b), r), args=(batch, is_real)),
                      reduce_retracing=True)
@@ -85,7 +85,11 @@ def predictor(strategy, predict_fn):
         [t.numpy() for t in strategy.experimental_local_results(per_replica)])
 
   def run(batches):
-    for batch, is_real in strategy.experimental_distribute_dataset(batches):
+    distributed = strategy.experimental_distribute_dataset(batches)
+    # Traced once for the dataset's shapes (a trimmed batch's length is
+    # dynamic), not again for each length met.
+    step.get_concrete_function(*distributed.element_spec)
+    for batch, is_real in distributed:
       outputs, real = step(batch, is_real)
       real = gather(real)
       yield tf.nest.map_structure(lambda t: gather(t)[real], outputs)

@@ -1,0 +1,220 @@
+"""Length-trimmed batches (--trim_padding) against full-length ones.
+
+On real data from ../shared/data, max_seq_length 128, batch 32:
+- MRPC: one epoch of fine-tuning plus dev prediction, ours trimmed vs ours
+  full length (the original's shapes) vs Model Garden's BertClassifier on
+  the same full-length records (its AdamW, the original's settings); and
+  the dev probabilities of the trimmed and the full-length path from the
+  same weights (max difference).
+- SST-2 and CoNLL-2003 dev prediction: trimmed (sorted by length) vs full
+  length, same weights.
+Whole runs alternate (--repeats); medians and ratios are printed.
+
+  .venv/bin/python benchmarks/bench_trim.py [--shapes=small,base]
+      [--max_train_steps=N] [--repeats=1]
+"""
+
+import math
+import os
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from official.nlp.modeling import models
+
+from benchmarks import model_garden
+import modeling
+from runner_lib.classifier import data as classifier_data
+from runner_lib.classifier import features as classifier_features
+from runner_lib.classifier import task as classifier_task
+from runner_lib.core import input_pipeline
+from runner_lib.core import predict
+from runner_lib.core import training
+from runner_lib.ner import data as ner_data
+from runner_lib.ner import features as ner_features
+from runner_lib.ner import task as ner_task
+import tokenization
+from tests import reference
+from tests.conftest import SHARED_DATA
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("shapes", "small", "Comma-separated: small, base.")
+flags.DEFINE_integer("max_train_steps", 0,
+                     "Cap on MRPC training steps (0: one epoch, 115).")
+flags.DEFINE_integer("repeats", 1, "Alternated whole runs per variant.")
+
+SHAPES = {
+    "base": dict(hidden_size=768, num_hidden_layers=12,
+                 num_attention_heads=12, intermediate_size=3072),
+    "small": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                  intermediate_size=1024),
+}
+SEQ = 128
+BATCH = 32
+
+
+def glue_records(directory, task_name, tokenizer):
+  """(train path, train count, dev path, labels) of a GLUE task."""
+  processor = classifier_data.get_processor(task_name)
+  data_dir = os.path.join(SHARED_DATA, "glue", task_name)
+  labels = processor.get_labels()
+  paths = []
+  for split, examples in (("train", processor.get_train_examples(data_dir)
+                           if task_name == "MRPC" else []),
+                          ("dev", processor.get_dev_examples(data_dir))):
+    path = os.path.join(directory, "%s_%s.tf_record" % (task_name, split))
+    paths.append((path, classifier_features.write_features(
+        examples, labels, SEQ, tokenizer, path)))
+  return paths[0][0], paths[0][1], paths[1][0], labels
+
+
+def ours(task, train, steps, dev, trim):
+  """One epoch and dev prediction with our Trainer; returns (seconds,
+  trainer)."""
+  started = time.perf_counter()
+  trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
+                             task.loss, tempfile.mkdtemp(), 2e-5, steps,
+                             steps // 10, iterations_per_loop=steps,
+                             save_checkpoints_steps=10 ** 9)
+  names = task.sequence_features(True) if trim else ()
+  trainer.train(input_pipeline.training_dataset_fn(
+      [train], task.name_to_features(True), BATCH, 12345, trim=names), BATCH)
+  predict.predict_records(
+      trainer.strategy, lambda batch: task.predict(trainer.model, batch), dev,
+      task.name_to_features(False), BATCH,
+      trim=task.sequence_features(False) if trim else ())
+  return time.perf_counter() - started, trainer
+
+
+def model_garden_run(config, task, train, steps, dev):
+  """The same with Model Garden's BertClassifier on full-length records."""
+  started = time.perf_counter()
+  model = models.BertClassifier(reference.model_garden_encoder(config),
+                                num_classes=2, dropout_rate=0.1)
+  batches = iter(input_pipeline.parse_and_batch(
+      input_pipeline.record_dataset([train], True, 12345),
+      task.name_to_features(True), BATCH))
+  batch = next(batches)
+  # train_step closes over one batch: each batch is fed through variables.
+  holders = {key: tf.Variable(value, trainable=False)
+             for key, value in batch.items()}
+  step = model_garden.train_step(
+      model, holders, lambda logits: tf.reduce_mean(task.per_example_loss(
+          logits, holders["label_ids"])), 2e-5, False)
+  for _ in range(steps):
+    for key, value in next(batches).items():
+      holders[key].assign(value)
+    step()
+  predict_step = tf.function(lambda b: tf.nn.softmax(model({
+      "input_word_ids": b["input_ids"], "input_mask": b["input_mask"],
+      "input_type_ids": b["segment_ids"]}, training=False)))
+  for b in input_pipeline.parse_and_batch(
+      tf.data.TFRecordDataset(dev), task.name_to_features(False), BATCH,
+      drop_remainder=False):
+    predict_step(b).numpy()
+  return time.perf_counter() - started
+
+
+def median_runs(runs, repeats):
+  """Median seconds of each run (name -> function returning seconds),
+  whole runs alternated."""
+  times = {name: [] for name in runs}
+  for _ in range(repeats):
+    for name, run in runs.items():
+      times[name].append(run())
+  return {name: float(np.median(t)) for name, t in times.items()}
+
+
+def prediction_ratio(task, path, weights_from=None, repeats=1):
+  """(trimmed seconds, full seconds, max |difference| of outputs) of
+  predicting the records at path with one model."""
+  model = task.build_model()
+  if weights_from is not None:
+    for ours_var, theirs in zip(model.variables, weights_from.variables):
+      ours_var.assign(theirs)
+  strategy = tf.distribute.get_strategy()
+  outputs = {}
+
+  def run(trim):
+    started = time.perf_counter()
+    outputs[trim] = predict.predict_records(
+        strategy, lambda batch: task.predict(model, batch), path,
+        task.name_to_features(False), BATCH,
+        trim=task.sequence_features(False) if trim else ())
+    return time.perf_counter() - started
+
+  run(True), run(False)  # traces
+  m = median_runs({"trim": lambda: run(True), "full": lambda: run(False)},
+                  repeats)
+  # NER: each sequence's loss over its labelled pieces (its predictions
+  # past a sequence's end are padding's, not compared).
+  key = "logits" if "logits" in outputs[True] else "loss_sum"
+  difference = float(np.max(np.abs(
+      outputs[True][key].astype(np.float64) -
+      outputs[False][key].astype(np.float64))))
+  return m["trim"], m["full"], difference
+
+
+def main(argv):
+  del argv
+  logging.set_verbosity(logging.WARNING)
+  vocab_file = os.path.join(SHARED_DATA, "vocab", "uncased_vocab.txt")
+  if not os.path.exists(os.path.join(SHARED_DATA, "glue", "MRPC")):
+    raise SystemExit("Needs ../shared/data (GLUE MRPC and SST-2, CoNLL).")
+  tokenizer = tokenization.FullTokenizer(vocab_file)
+  directory = tempfile.mkdtemp()
+  train, num_train, dev, labels = glue_records(directory, "MRPC", tokenizer)
+  _, _, sst_dev, sst_labels = glue_records(directory, "SST-2", tokenizer)
+  sentences = ner_data.get_examples(os.path.join(SHARED_DATA, "conll2003"),
+                                    "dev")
+  conll_dev = os.path.join(directory, "conll_dev.tf_record")
+  ner_features.write_features(
+      ner_features.convert_sentences(sentences, list(ner_data.LABELS), SEQ,
+                                     tokenizer)[0], conll_dev)
+  steps = FLAGS.max_train_steps or math.ceil(num_train / BATCH)
+  for shape in FLAGS.shapes.split(","):
+    config = modeling.BertConfig(vocab_size=30522, type_vocab_size=2,
+                                 **SHAPES[shape])
+    task = classifier_task.ClassificationTask(config, SEQ, labels)
+    trainers = {}
+
+    def ours_run(trim):
+      seconds, trainers[trim] = ours(task, train, steps, dev, trim)
+      return seconds
+
+    m = median_runs({
+        "trim": lambda: ours_run(True), "full": lambda: ours_run(False),
+        "model_garden": lambda: model_garden_run(config, task, train, steps,
+                                                 dev)}, FLAGS.repeats)
+    _, _, difference = prediction_ratio(task, dev, trainers[True].model)
+    print("%s (L=%d H=%d) MRPC %d steps + dev prediction, seq %d batch %d: "
+          "trimmed %.1f s, full length %.1f s, Model Garden %.1f s; ratio "
+          "trimmed/Model Garden = %.2f, trimmed/full = %.2f; dev logits "
+          "trimmed vs full (same weights) max |diff| %.1e" %
+          (shape, config.num_hidden_layers, config.hidden_size, steps, SEQ,
+           BATCH, m["trim"], m["full"], m["model_garden"],
+           m["model_garden"] / m["trim"], m["full"] / m["trim"], difference))
+    for name, task_, path in (
+        ("SST-2", classifier_task.ClassificationTask(config, SEQ, sst_labels),
+         sst_dev),
+        ("CoNLL-2003", ner_task.NerTask(config, SEQ, list(ner_data.LABELS)),
+         conll_dev)):
+      trim, full, difference = prediction_ratio(task_, path,
+                                                repeats=FLAGS.repeats)
+      print("%s (L=%d H=%d) %s dev prediction, seq %d batch %d: trimmed "
+            "%.2f s, full length %.2f s, ratio %.2f; outputs max |diff| "
+            "%.1e" % (shape, config.num_hidden_layers, config.hidden_size,
+                      name, SEQ, BATCH, trim, full, full / trim, difference))
+
+
+if __name__ == "__main__":
+  app.run(main)
