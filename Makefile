@@ -33,4 +33,5 @@ benchmark: $(VENV_STAMP)
 	$(PYTHON) benchmarks/bench_swag.py
 	$(PYTHON) benchmarks/bench_ner.py
 	$(PYTHON) benchmarks/bench_serving.py
+	$(PYTHON) benchmarks/bench_trim.py
 	$(PYTHON) benchmarks/bench_create_pretraining_data.py

@@ -27,7 +27,6 @@ from runner_lib.core import distribute
 from runner_lib.core import errors
 from runner_lib.core import fileio
 from runner_lib.core import flags as runner_flags
-from runner_lib.core import input_pipeline
 from runner_lib.core import optimization
 from runner_lib.core import predict
 from runner_lib.squad import data
@@ -73,6 +72,7 @@ def check_flags():
     raise errors.InputError(
         "If `do_predict` is True, then `predict_file` must be specified.")
   runner_flags.check_positive(runner_flags.POSITIVE_TRAINING_FLAGS)
+  runner_flags.check_trim_flags()
   config, tokenizer = runner_flags.config_and_tokenizer()
   squad_options.check_flags()
   return config, tokenizer
@@ -141,10 +141,8 @@ def main(_):
     logging.info("  Batch size = %d", FLAGS.train_batch_size)
     logging.info("  Num steps = %d", num_train_steps)
     del train_examples
-    trainer.train(input_pipeline.training_dataset_fn(
-        [train_file], task.name_to_features(True), per_replica, FLAGS.seed,
-        trim=runner_flags.trim_features(task, strategy, True)),
-                  FLAGS.train_batch_size)
+    trainer.train(runner_flags.training_dataset_fn(
+        task, strategy, train_file, per_replica), FLAGS.train_batch_size)
 
   if FLAGS.do_predict:
     eval_file = os.path.join(FLAGS.output_dir, "eval.tf_record")

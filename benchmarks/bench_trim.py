@@ -1,8 +1,9 @@
 """Length-trimmed batches (--trim_padding) against full-length ones.
 
 On real data from ../shared/data, max_seq_length 128, batch 32:
-- MRPC: one epoch of fine-tuning plus dev prediction, ours trimmed vs ours
-  full length (the original's shapes) vs Model Garden's BertClassifier on
+- MRPC: one epoch of fine-tuning plus dev prediction, ours trimmed (and
+  with --bucket_by_length) vs ours full length (the original's shapes) vs
+  Model Garden's BertClassifier on
   the same full-length records (its AdamW, the original's settings); and
   the dev probabilities of the trimmed and the full-length path from the
   same weights (max difference).
@@ -51,6 +52,7 @@ flags.DEFINE_string("shapes", "small", "Comma-separated: small, base.")
 flags.DEFINE_integer("max_train_steps", 0,
                      "Cap on MRPC training steps (0: one epoch, 115).")
 flags.DEFINE_integer("repeats", 1, "Alternated whole runs per variant.")
+flags.DEFINE_list("tasks", ["mrpc", "sst-2", "conll"], "Which to run.")
 
 SHAPES = {
     "base": dict(hidden_size=768, num_hidden_layers=12,
@@ -77,9 +79,9 @@ def glue_records(directory, task_name, tokenizer):
   return paths[0][0], paths[0][1], paths[1][0], labels
 
 
-def ours(task, train, steps, dev, trim):
-  """One epoch and dev prediction with our Trainer; returns (seconds,
-  trainer)."""
+def ours(task, train, steps, dev, trim, bucket=False):
+  """One epoch and dev prediction with our Trainer (--trim_padding as trim,
+  --bucket_by_length as bucket); returns (seconds, trainer)."""
   started = time.perf_counter()
   trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
                              task.loss, tempfile.mkdtemp(), 2e-5, steps,
@@ -87,7 +89,8 @@ def ours(task, train, steps, dev, trim):
                              save_checkpoints_steps=10 ** 9)
   names = task.sequence_features(True) if trim else ()
   trainer.train(input_pipeline.training_dataset_fn(
-      [train], task.name_to_features(True), BATCH, 12345, trim=names), BATCH)
+      [train], task.name_to_features(True), BATCH, 12345, trim=names,
+      bucket_by_length=bucket), BATCH)
   predict.predict_records(
       trainer.strategy, lambda batch: task.predict(trainer.model, batch), dev,
       task.name_to_features(False), BATCH,
@@ -164,6 +167,32 @@ def prediction_ratio(task, path, weights_from=None, repeats=1):
   return m["trim"], m["full"], difference
 
 
+def mrpc(shape, config, labels, train, steps, dev):
+  """Prints the MRPC epoch's times and ratios."""
+  task = classifier_task.ClassificationTask(config, SEQ, labels)
+  trainers = {}
+
+  def ours_run(trim, bucket=False):
+    seconds, trainers[trim] = ours(task, train, steps, dev, trim, bucket)
+    return seconds
+
+  m = median_runs({
+      "trim": lambda: ours_run(True), "full": lambda: ours_run(False),
+      "bucket": lambda: ours_run(True, True),
+      "model_garden": lambda: model_garden_run(config, task, train, steps,
+                                               dev)}, FLAGS.repeats)
+  _, _, difference = prediction_ratio(task, dev, trainers[True].model)
+  print("%s (L=%d H=%d) MRPC %d steps + dev prediction, seq %d batch %d: "
+        "trimmed %.1f s, bucketed %.1f s, full length %.1f s, Model "
+        "Garden %.1f s; ratio trimmed/Model Garden = %.2f, bucketed/Model "
+        "Garden = %.2f, trimmed/full = %.2f; dev logits trimmed vs full "
+        "(same weights) max |diff| %.1e" %
+        (shape, config.num_hidden_layers, config.hidden_size, steps, SEQ,
+         BATCH, m["trim"], m["bucket"], m["full"], m["model_garden"],
+         m["model_garden"] / m["trim"], m["model_garden"] / m["bucket"],
+         m["full"] / m["trim"], difference))
+
+
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
@@ -184,31 +213,17 @@ def main(argv):
   for shape in FLAGS.shapes.split(","):
     config = modeling.BertConfig(vocab_size=30522, type_vocab_size=2,
                                  **SHAPES[shape])
-    task = classifier_task.ClassificationTask(config, SEQ, labels)
-    trainers = {}
-
-    def ours_run(trim):
-      seconds, trainers[trim] = ours(task, train, steps, dev, trim)
-      return seconds
-
-    m = median_runs({
-        "trim": lambda: ours_run(True), "full": lambda: ours_run(False),
-        "model_garden": lambda: model_garden_run(config, task, train, steps,
-                                                 dev)}, FLAGS.repeats)
-    _, _, difference = prediction_ratio(task, dev, trainers[True].model)
-    print("%s (L=%d H=%d) MRPC %d steps + dev prediction, seq %d batch %d: "
-          "trimmed %.1f s, full length %.1f s, Model Garden %.1f s; ratio "
-          "trimmed/Model Garden = %.2f, trimmed/full = %.2f; dev logits "
-          "trimmed vs full (same weights) max |diff| %.1e" %
-          (shape, config.num_hidden_layers, config.hidden_size, steps, SEQ,
-           BATCH, m["trim"], m["full"], m["model_garden"],
-           m["model_garden"] / m["trim"], m["full"] / m["trim"], difference))
-    for name, task_, path in (
-        ("SST-2", classifier_task.ClassificationTask(config, SEQ, sst_labels),
+    if "mrpc" in FLAGS.tasks:
+      mrpc(shape, config, labels, train, steps, dev)
+    for key, name, task, path in (
+        ("sst-2", "SST-2",
+         classifier_task.ClassificationTask(config, SEQ, sst_labels),
          sst_dev),
-        ("CoNLL-2003", ner_task.NerTask(config, SEQ, list(ner_data.LABELS)),
-         conll_dev)):
-      trim, full, difference = prediction_ratio(task_, path,
+        ("conll", "CoNLL-2003",
+         ner_task.NerTask(config, SEQ, list(ner_data.LABELS)), conll_dev)):
+      if key not in FLAGS.tasks:
+        continue
+      trim, full, difference = prediction_ratio(task, path,
                                                 repeats=FLAGS.repeats)
       print("%s (L=%d H=%d) %s dev prediction, seq %d batch %d: trimmed "
             "%.2f s, full length %.2f s, ratio %.2f; outputs max |diff| "

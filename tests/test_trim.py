@@ -18,6 +18,7 @@ from runner_lib.pretraining import task as pretraining_task
 from runner_lib.squad import task as squad_task
 from runner_lib.swag import task as swag_task
 from tests import reference
+from tests.conftest import run_script
 from tests.conftest import run_scripts
 
 CONFIG = modeling.BertConfig(vocab_size=99, hidden_size=32,
@@ -207,3 +208,73 @@ def test_runners_trimmed_equal_full_length_on_real_rows(shared_data,
     np.testing.assert_allclose(
         [t["layers"][0]["values"] for t in a["features"]],
         [t["layers"][0]["values"] for t in b["features"]], atol=2e-6)
+
+
+def serialized(lengths, width):
+  """Records whose input_ids[0] is the record's index."""
+  records = []
+  for i, n in enumerate(lengths):
+    mask = [1] * n + [0] * (width - n)
+    records.append(tf.train.Example(features=tf.train.Features(feature={
+        "input_ids": tfrecord.int_feature([i] + [1] * (width - 1)),
+        "input_mask": tfrecord.int_feature(mask)})).SerializeToString())
+  return records
+
+
+def test_bucketing_keeps_every_record_once_in_batches_of_similar_length():
+  lengths = list(np.random.RandomState(3).randint(1, 65, 203))
+  spec = tf.io.FixedLenFeature([64], tf.int64)
+  records = tf.data.Dataset.from_tensor_slices(serialized(lengths, 64))
+  batches = list(input_pipeline.length_bucketed(records, 8, spec, seed=5,
+                                                chunk_batches=4))
+  indexes = [[tf.train.Example.FromString(r).features.feature[
+      "input_ids"].int64_list.value[0] for r in batch.numpy()]
+             for batch in batches]
+  # Each record once: 25 full batches and the stream's short last one.
+  assert sorted(sum(indexes, [])) == list(range(203))
+  assert sorted(len(b) for b in indexes) == [3] + [8] * 25
+  # A batch holds neighbours in its chunk's length order.
+  for chunk_start in range(0, 203, 32):
+    chunk = list(range(chunk_start, min(chunk_start + 32, 203)))
+    order = sorted(chunk, key=lambda i: lengths[i])  # stable, as argsort
+    want = {tuple(sorted(order[k:k + 8])) for k in range(0, len(chunk), 8)}
+    got = {tuple(sorted(b)) for b in indexes if b[0] in chunk}
+    assert got == want
+  # Shorter once trimmed: the summed widths of bucketed batches vs the
+  # stream's own batches.
+  width = lambda batch: -(-max(lengths[i] for i in batch) // 16) * 16
+  plain = [list(range(k, min(k + 8, 203))) for k in range(0, 203, 8)]
+  assert sum(map(width, indexes)) < 0.8 * sum(map(width, plain))
+  # Seeded: the same batches in the same order.
+  again = [b.numpy().tolist() for b in input_pipeline.length_bucketed(
+      records, 8, spec, seed=5, chunk_batches=4)]
+  assert again == [b.numpy().tolist() for b in batches]
+
+
+def test_bucketed_training_input_resumes_where_it_stopped(tmp_path):
+  path = str(tmp_path / "train.tf_record")
+  write_records(path, list(np.random.RandomState(2).randint(2, 64, 50)), 64,
+                seed=0)
+  task = classifier_task.ClassificationTask(CONFIG, 64, ["0", "1"])
+  dataset_fn = input_pipeline.training_dataset_fn(
+      [path], task.name_to_features(True), 4, 7,
+      trim=task.sequence_features(True), bucket_by_length=True)
+  context = tf.distribute.InputContext()
+  whole = [b["input_ids"].numpy() for b in dataset_fn(context, 0).take(30)]
+  resumed = [b["input_ids"].numpy() for b in dataset_fn(context, 12).take(18)]
+  for got, want in zip(resumed, whole[12:]):
+    np.testing.assert_array_equal(got, want)
+  assert len({b.shape[1] for b in whole}) > 1
+
+
+@pytest.mark.slow
+def test_bucketing_without_trimming_is_refused(tmp_path):
+  result = run_script("run_classifier.py", {
+      "task_name": "MRPC", "data_dir": str(tmp_path), "do_train": "true",
+      "vocab_file": str(tmp_path / "vocab.txt"),
+      "bert_config_file": str(tmp_path / "bert_config.json"),
+      "output_dir": str(tmp_path / "out"), "bucket_by_length": "true",
+      "trim_padding": "false"})
+  assert result.returncode == 1
+  assert "--bucket_by_length needs --trim_padding" in result.stderr
+  assert not (tmp_path / "out").exists()

@@ -159,6 +159,13 @@ def define_finetuning_flags(modes=("train", "eval", "predict")):
                      "Proportion of training to perform linear learning rate "
                      "warmup for. E.g., 0.1 = 10% of training.")
   define_trim_flag()
+  flags.DEFINE_bool(
+      "bucket_by_length", False,
+      "With --trim_padding: batch training examples of similar length "
+      "together (each %d batches' examples sorted by length, the batches "
+      "shuffled), so trimmed batches are shorter still. Every example is "
+      "still seen once per epoch, but in other batches than the original's."
+      % input_pipeline.BUCKET_CHUNK_BATCHES)
 
 
 def define_trim_flag():
@@ -171,6 +178,18 @@ def define_trim_flag():
       "original's fixed length and the outputs are the same to float32 "
       "rounding. Off on TPU, whose programs need static shapes." %
       input_pipeline.TRIM_MULTIPLE)
+
+
+def check_trim_flags():
+  """--bucket_by_length needs --trim_padding (sorted batches gain nothing
+  at full length).
+
+  Raises:
+    errors.InputError.
+  """
+  if FLAGS.bucket_by_length and not FLAGS.trim_padding:
+    raise errors.InputError("--bucket_by_length needs --trim_padding: "
+                            "batches of full length gain nothing from it.")
 
 
 def trim_features(task, strategy, is_training):
@@ -272,6 +291,7 @@ def check_finetuning_flags(strategy):
     raise errors.InputError("At least one of `do_train`, `do_eval` or "
                             "`do_predict' must be True.")
   check_positive(POSITIVE_TRAINING_FLAGS)
+  check_trim_flags()
   for name in ("eval_batch_size", "predict_batch_size"):
     per_replica_batch(name, strategy)
   return per_replica_batch("train_batch_size", strategy)
@@ -318,10 +338,17 @@ def train_on_records(trainer, task, train_file, num_examples, per_replica):
   logging.info("  Num examples = %d", num_examples)
   logging.info("  Batch size = %d", FLAGS.train_batch_size)
   logging.info("  Num steps = %d", trainer.num_train_steps)
-  trainer.train(input_pipeline.training_dataset_fn(
+  trainer.train(training_dataset_fn(task, trainer.strategy, train_file,
+                                    per_replica), FLAGS.train_batch_size)
+
+
+def training_dataset_fn(task, strategy, train_file, per_replica):
+  """input_pipeline.training_dataset_fn for a record file, trimmed and
+  bucketed as --trim_padding and --bucket_by_length say."""
+  trim = trim_features(task, strategy, True)
+  return input_pipeline.training_dataset_fn(
       [train_file], task.name_to_features(True), per_replica, FLAGS.seed,
-      trim=trim_features(task, trainer.strategy, True)),
-                FLAGS.train_batch_size)
+      trim=trim, bucket_by_length=bool(trim) and FLAGS.bucket_by_length)
 
 
 def predict_on_records(trainer, task, path, num_records, batch_size,

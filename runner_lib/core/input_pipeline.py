@@ -167,19 +167,78 @@ def _parse(records, name_to_features):
           for k, v in features.items()}
 
 
+def parse_batches(batches, name_to_features, trim=()):
+  """Parses batches of records (string [B]) into int32 / float32 tensors,
+  the features in trim cut after each batch's longest sequence
+  (trim_batch)."""
+  return batches.map(
+      lambda records: trim_batch(_parse(records, name_to_features), trim),
+      num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
 def parse_and_batch(dataset, name_to_features, batch_size,
                     drop_remainder=True, trim=()):
   """Parses records into int32 / float32 tensors, in batches of batch_size
   (the last one shorter where drop_remainder is False), the features in
   trim cut after each batch's longest sequence (trim_batch)."""
-  dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-  return dataset.map(
-      lambda records: trim_batch(_parse(records, name_to_features), trim),
-      num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+  return parse_batches(
+      dataset.batch(batch_size, drop_remainder=drop_remainder),
+      name_to_features, trim)
+
+
+# --bucket_by_length sorts this many batches' records together.
+BUCKET_CHUNK_BATCHES = 32
+
+
+def record_lengths(records, mask_spec):
+  """Real lengths of serialized records: the sum of input_mask (for several
+  sequences per record, the longest).
+
+  Args:
+    records: string [N].
+    mask_spec: the records' FixedLenFeature for input_mask.
+
+  Returns:
+    int64 [N].
+  """
+  mask = tf.io.parse_example(records, {"input_mask": mask_spec})["input_mask"]
+  mask = tf.reshape(mask, [tf.shape(records)[0], -1, mask.shape[-1]])
+  return tf.reduce_max(tf.reduce_sum(mask, axis=-1), axis=-1)
+
+
+def length_bucketed(records, batch_size, mask_spec, seed,
+                    chunk_batches=BUCKET_CHUNK_BATCHES):
+  """Batches of records of similar length, from a stream of records.
+
+  The stream is cut into chunks of chunk_batches * batch_size records; each
+  chunk is sorted by length and cut into batches, and the batches are
+  shuffled (seeded) within a buffer of chunk_batches. Every record of the
+  stream is in exactly one batch, its chunk's; what changes is which
+  records share a batch (similar lengths, so trimmed batches are short).
+
+  Args:
+    records: tf.data.Dataset of serialized records.
+    batch_size: int.
+    mask_spec: the records' FixedLenFeature for input_mask.
+    seed: int.
+    chunk_batches: int.
+
+  Returns:
+    tf.data.Dataset of string [batch_size] (a finite stream's last batch
+    may be shorter).
+  """
+
+  def sorted_batches(chunk):
+    order = tf.argsort(record_lengths(chunk, mask_spec), stable=True)
+    return tf.data.Dataset.from_tensor_slices(tf.gather(chunk, order)).batch(
+        batch_size)
+
+  return records.batch(batch_size * chunk_batches).flat_map(
+      sorted_batches).shuffle(chunk_batches, seed=seed)
 
 
 def training_dataset_fn(files, name_to_features, per_replica_batch, seed,
-                        trim=()):
+                        trim=(), bucket_by_length=False):
   """A Trainer.train dataset_fn over TFRecord files: each input pipeline's
   shuffled, repeated, parsed batches, resuming past what was consumed.
 
@@ -190,14 +249,28 @@ def training_dataset_fn(files, name_to_features, per_replica_batch, seed,
     seed: int.
     trim: features to cut after each per-replica batch's longest sequence
       (trim_batch); the batches themselves are the same.
+    bucket_by_length: bool, batch records of similar length together
+      (length_bucketed): other batches than the original's, shorter once
+      trimmed.
 
   Returns:
     function (input_context, step) -> tf.data.Dataset.
   """
-  return lambda context, step: parse_and_batch(
-      record_dataset(files, True, seed, context,
-                     skip_records=step * per_replica_batch),
-      name_to_features, per_replica_batch, trim=trim)
+
+  def dataset_fn(context, step):
+    if not bucket_by_length:
+      return parse_and_batch(
+          record_dataset(files, True, seed, context,
+                         skip_records=step * per_replica_batch),
+          name_to_features, per_replica_batch, trim=trim)
+    # Resumed by skipping batches: the batches depend on the chunks, so the
+    # stream is cut from its start as an uninterrupted run cuts it.
+    batches = length_bucketed(
+        record_dataset(files, True, seed, context), per_replica_batch,
+        name_to_features["input_mask"], seed).skip(step)
+    return parse_batches(batches, name_to_features, trim)
+
+  return dataset_fn
 
 
 def eval_dataset_fn(files, name_to_features, per_replica_batch):
