@@ -25,6 +25,7 @@ import tensorflow as tf
 from official.nlp.modeling import models
 
 from benchmarks import timing
+from benchmarks.shapes import SHAPES
 import modeling
 from runner_lib.classifier import task as classifier_task
 from runner_lib.serving import modules
@@ -36,12 +37,6 @@ FLAGS = flags.FLAGS
 flags.DEFINE_integer("repeats", 10, "Timed calls per model and shape.")
 flags.DEFINE_string("shapes", "small,base", "Comma-separated: small, base.")
 
-SHAPES = {
-    "base": dict(hidden_size=768, num_hidden_layers=12,
-                 num_attention_heads=12, intermediate_size=3072),
-    "small": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
-                  intermediate_size=1024),
-}
 SEQ = 128
 
 

@@ -33,6 +33,7 @@ import tensorflow as tf
 from official.nlp.modeling import models
 
 from benchmarks import model_garden
+from benchmarks.shapes import SHAPES
 import modeling
 from runner_lib.classifier import data as classifier_data
 from runner_lib.classifier import features as classifier_features
@@ -54,12 +55,6 @@ flags.DEFINE_integer("max_train_steps", 0,
 flags.DEFINE_integer("repeats", 1, "Alternated whole runs per variant.")
 flags.DEFINE_list("tasks", ["mrpc", "sst-2", "conll"], "Which to run.")
 
-SHAPES = {
-    "base": dict(hidden_size=768, num_hidden_layers=12,
-                 num_attention_heads=12, intermediate_size=3072),
-    "small": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
-                  intermediate_size=1024),
-}
 SEQ = 128
 BATCH = 32
 
@@ -155,7 +150,7 @@ def prediction_ratio(task, path, weights_from=None, repeats=1):
         trim=task.sequence_features(False) if trim else ())
     return time.perf_counter() - started
 
-  run(True), run(False)  # traces
+  # No warm-up: each call builds and traces its predictor, as a run does.
   m = median_runs({"trim": lambda: run(True), "full": lambda: run(False)},
                   repeats)
   # NER: each sequence's loss over its labelled pieces (its predictions

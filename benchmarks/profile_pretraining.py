@@ -1,0 +1,96 @@
+"""Where a pre-training step's time goes: ours and Model Garden's
+BertPretrainerV2, op types ranked by time per step (TF profiler, CPU).
+
+The same steps as bench_pretraining.py (config, batch, losses, AdamW with
+clipping). Each is warmed up, then --steps steps are traced; the host
+plane's op events are summed by op type.
+
+  .venv/bin/python benchmarks/profile_pretraining.py [--shape=small]
+      [--steps=5] [--top=15]
+"""
+
+import collections
+import glob
+import os
+import sys
+import tempfile
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
+import tensorflow as tf
+from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+from benchmarks import bench_pretraining
+import modeling
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("shape", "small", "small or base (bench_pretraining's).")
+flags.DEFINE_integer("steps", 5, "Traced steps per model.")
+flags.DEFINE_integer("top", 15, "Op types listed.")
+flags.DEFINE_bool("jit_compile", False, "XLA on both sides.")
+
+
+# Events that hold the op events rather than run an op.
+_ENCLOSING = ("Process", "Run", "ExecutorState::Process")
+
+
+def op_times(step, steps):
+  """dict op type -> seconds per step, from a trace of `steps` calls."""
+  for _ in range(3):
+    float(step())
+  logdir = tempfile.mkdtemp()
+  tf.profiler.experimental.start(logdir)
+  for _ in range(steps):
+    float(step())
+  tf.profiler.experimental.stop()
+  space = xplane_pb2.XSpace()
+  with open(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"),
+                      recursive=True)[0], "rb") as f:
+    space.ParseFromString(f.read())
+  totals = collections.Counter()
+  for plane in space.planes:
+    if plane.name != "/host:CPU":
+      continue
+    for line in plane.lines:
+      for event in line.events:
+        name = plane.event_metadata[event.metadata_id].name
+        # Executor op events are "op_name:OpType"; the function and
+        # executor events enclosing them are left out.
+        if ":" not in name or name.startswith(("Iterator", "$", " ")):
+          continue
+        op_type = name.rsplit(":", 1)[1]
+        if op_type not in _ENCLOSING:
+          totals[op_type] += event.duration_ps * 1e-12
+  return {op: seconds / steps for op, seconds in totals.items()}
+
+
+def main(argv):
+  del argv
+  fields, batch_size, seq_length, predictions = bench_pretraining.SHAPES[
+      FLAGS.shape]
+  config = modeling.BertConfig(**fields)
+  batch = bench_pretraining.make_batch(config, batch_size, seq_length,
+                                       predictions)
+  steps = {
+      "ours": bench_pretraining.ours_step(config, batch, seq_length,
+                                          predictions, FLAGS.jit_compile),
+      "model_garden": bench_pretraining.model_garden_step(
+          config, batch, FLAGS.jit_compile)}
+  for name, step in steps.items():
+    times = op_times(step, FLAGS.steps)
+    total = sum(times.values())
+    print("%s (L=%d H=%d batch=%d seq=%d): %.1f ms of op time per step "
+          "(summed over threads)" % (name, config.num_hidden_layers,
+                                     config.hidden_size, batch_size,
+                                     seq_length, 1000 * total))
+    for op, seconds in sorted(times.items(), key=lambda x: -x[1])[
+        :FLAGS.top]:
+      print("  %-32s %8.2f ms  %5.1f%%" % (op, 1000 * seconds,
+                                          100 * seconds / total))
+
+
+if __name__ == "__main__":
+  app.run(main)
