@@ -61,8 +61,9 @@ def op_times(step, steps):
         # executor events enclosing them are left out.
         if ":" not in name or name.startswith(("Iterator", "$", " ")):
           continue
-        op_type = name.rsplit(":", 1)[1]
-        if op_type not in _ENCLOSING:
+        op_type = name.rsplit(":", 1)[1].strip()
+        if op_type not in _ENCLOSING and not op_type.startswith(
+            "__inference"):
           totals[op_type] += event.duration_ps * 1e-12
   return {op: seconds / steps for op, seconds in totals.items()}
 
