@@ -3,6 +3,8 @@ sequence, the outputs those of the original's full-length batches."""
 
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -278,3 +280,65 @@ def test_bucketing_without_trimming_is_refused(tmp_path):
   assert result.returncode == 1
   assert "--bucket_by_length needs --trim_padding" in result.stderr
   assert not (tmp_path / "out").exists()
+
+
+# Trains a classifier on trimmed and on full-length batches of the same
+# records under the strategy and settings given; prints the largest weight
+# difference. Run in its own process: logical devices must be set up before
+# TensorFlow starts.
+TRAIN_BOTH = r"""
+import json, sys, tempfile
+import numpy as np
+import tensorflow as tf
+settings = json.loads(sys.argv[1])
+if settings["replicas"] > 1:
+  tf.config.set_logical_device_configuration(
+      tf.config.list_physical_devices("CPU")[0],
+      [tf.config.LogicalDeviceConfiguration()] * settings["replicas"])
+  strategy = tf.distribute.MirroredStrategy(
+      ["/cpu:%d" % i for i in range(settings["replicas"])])
+else:
+  strategy = tf.distribute.get_strategy()
+import modeling
+from runner_lib.classifier import task as classifier_task
+from runner_lib.core import input_pipeline
+from runner_lib.core import training
+config = modeling.BertConfig(**settings["config"])
+task = classifier_task.ClassificationTask(config, 64, ["0", "1"])
+weights = []
+for trim in (task.sequence_features(True), ()):
+  tf.keras.utils.set_random_seed(1)
+  trainer = training.Trainer(
+      strategy, task.build_model, task.loss, tempfile.mkdtemp(), 1e-3, 4, 1,
+      jit_compile=settings["xla"],
+      gradient_accumulation_steps=settings["accumulation"])
+  trainer.train(input_pipeline.training_dataset_fn(
+      [settings["path"]], task.name_to_features(True),
+      8 // strategy.num_replicas_in_sync, 3, trim=trim), 8)
+  weights.append([v.numpy() for v in trainer.model.variables])
+print(json.dumps({"difference": max(float(np.abs(a - b).max())
+                                    for a, b in zip(*weights)),
+                  "step": int(trainer.step)}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("replicas,xla,accumulation", [
+    (2, False, 1), (1, True, 2)])
+def test_trimmed_training_equals_full_length_under_strategies(
+    tmp_path, replicas, xla, accumulation):
+  path = str(tmp_path / "train.tf_record")
+  write_records(path, list(np.random.RandomState(4).randint(2, 40, 64)), 64,
+                seed=2)
+  config = dict(CONFIG.to_dict(), hidden_dropout_prob=0.0,
+                attention_probs_dropout_prob=0.0)
+  result = subprocess.run(
+      [sys.executable, "-c", TRAIN_BOTH, json.dumps({
+          "replicas": replicas, "xla": xla, "accumulation": accumulation,
+          "path": path, "config": config})],
+      capture_output=True, text=True, timeout=600,
+      cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  assert result.returncode == 0, result.stderr[-3000:]
+  outcome = json.loads(result.stdout.strip().splitlines()[-1])
+  assert outcome["step"] == 4
+  assert outcome["difference"] < 1e-5, outcome
