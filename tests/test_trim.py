@@ -342,3 +342,15 @@ def test_trimmed_training_equals_full_length_under_strategies(
   outcome = json.loads(result.stdout.strip().splitlines()[-1])
   assert outcome["step"] == 4
   assert outcome["difference"] < 1e-5, outcome
+
+
+def test_a_records_length_is_its_longest_sequence():
+  records = []
+  for lengths in ([3, 9, 1, 4], [2, 2, 2, 2], [8, 0, 0, 0]):
+    mask = np.concatenate([mask_of(lengths, 16)]).reshape([-1]).tolist()
+    records.append(tf.train.Example(features=tf.train.Features(feature={
+        "input_mask": tfrecord.int_feature(mask)})).SerializeToString())
+  spec = tf.io.FixedLenFeature([4, 16], tf.int64)  # SWAG's layout
+  got = predict.sequence_lengths(tf.data.Dataset.from_tensor_slices(records),
+                                 spec, batch_size=2)
+  np.testing.assert_array_equal(got, [9, 2, 8])

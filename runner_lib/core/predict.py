@@ -116,31 +116,21 @@ def predict_all(strategy, predict_fn, dataset, batch_size):
       pad_and_batch(dataset, batch_size)))
 
 
-def sequence_lengths(records, batch_size=4096):
-  """Each record's real length: its input_mask's sum (for several sequences
-  per record, the longest).
+def sequence_lengths(records, mask_spec, batch_size=4096):
+  """Each record's real length (input_pipeline.record_lengths).
 
   Args:
-    records: tf.data.Dataset of serialized tf.Examples with an int64
-      "input_mask" of a fixed length.
+    records: tf.data.Dataset of serialized tf.Examples.
+    mask_spec: their FixedLenFeature for input_mask.
     batch_size: int, records parsed at once.
 
   Returns:
     int numpy array [num_records].
   """
-  first = next(iter(records), None)
-  if first is None:
-    return np.zeros([0], np.int64)
-  size = len(tf.train.Example.FromString(first.numpy()).features.feature[
-      "input_mask"].int64_list.value)
-  spec = {"input_mask": tf.io.FixedLenFeature([size], tf.int64)}
-
-  def lengths(batch):
-    mask = tf.io.parse_example(batch, spec)["input_mask"]
-    return tf.reduce_sum(mask, axis=-1)
-
-  return np.concatenate([x for x in records.batch(batch_size).map(
-      lengths).as_numpy_iterator()] or [np.zeros([0], np.int64)])
+  lengths = records.batch(batch_size).map(
+      lambda batch: input_pipeline.record_lengths(batch, mask_spec))
+  return np.concatenate(list(lengths.as_numpy_iterator()) +
+                        [np.zeros([0], np.int64)])
 
 
 def predict_records(strategy, predict_fn, path, name_to_features, batch_size,
@@ -174,7 +164,9 @@ def predict_records(strategy, predict_fn, path, name_to_features, batch_size,
   order = None
   if trim:
     # Prediction files are small enough to hold (SQuAD's dev set: ~30 MB).
-    order = np.argsort(sequence_lengths(records), kind="stable")
+    order = np.argsort(sequence_lengths(records,
+                                        name_to_features["input_mask"]),
+                       kind="stable")
     serialized = np.array(list(records.as_numpy_iterator()), dtype=object)
     records = tf.data.Dataset.from_tensor_slices(
         tf.constant(serialized[order].tolist(), tf.string))
