@@ -23,7 +23,7 @@ from absl import flags
 import tensorflow as tf
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-from benchmarks import bench_pretraining
+from benchmarks import pretraining_steps
 import modeling
 
 FLAGS = flags.FLAGS
@@ -70,15 +70,15 @@ def op_times(step, steps):
 
 def main(argv):
   del argv
-  fields, batch_size, seq_length, predictions = bench_pretraining.SHAPES[
+  fields, batch_size, seq_length, predictions = pretraining_steps.SHAPES[
       FLAGS.shape]
   config = modeling.BertConfig(**fields)
-  batch = bench_pretraining.make_batch(config, batch_size, seq_length,
+  batch = pretraining_steps.make_batch(config, batch_size, seq_length,
                                        predictions)
   steps = {
-      "ours": bench_pretraining.ours_step(config, batch, seq_length,
+      "ours": pretraining_steps.ours_step(config, batch, seq_length,
                                           predictions, FLAGS.jit_compile),
-      "model_garden": bench_pretraining.model_garden_step(
+      "model_garden": pretraining_steps.model_garden_step(
           config, batch, FLAGS.jit_compile)}
   for name, step in steps.items():
     times = op_times(step, FLAGS.steps)

@@ -1,0 +1,81 @@
+"""Pre-training steps of ours and of Model Garden's BertPretrainerV2 on one
+fixed batch: the same config, masked-LM + next-sentence losses and AdamW
+with global-norm clipping (shared by bench_pretraining.py, bench_gpu.py and
+profile_pretraining.py)."""
+
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official.modeling import tf_utils
+from official.nlp.modeling import layers as mg_layers
+from official.nlp.modeling import models
+
+from benchmarks import model_garden
+from runner_lib.core import training
+from runner_lib.pretraining import task as pretraining
+from tests import reference
+
+
+# (config fields, batch, seq length, predictions per sequence).
+SHAPES = {
+    "small": (dict(vocab_size=30522, hidden_size=256, num_hidden_layers=4,
+                   num_attention_heads=4, intermediate_size=1024,
+                   type_vocab_size=2), 32, 128, 20),
+    "base": (dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12,
+                  num_attention_heads=12, intermediate_size=3072,
+                  type_vocab_size=2), 8, 128, 20),
+}
+
+
+def make_batch(config, batch_size, seq_length, predictions):
+  rng = np.random.RandomState(0)
+  ids = rng.randint(1000, config.vocab_size, [batch_size, seq_length])
+  positions = np.sort(np.stack([rng.choice(np.arange(1, seq_length - 1),
+                                           predictions, replace=False)
+                                for _ in range(batch_size)]), axis=1)
+  return {
+      "input_ids": tf.constant(ids, tf.int32),
+      "input_mask": tf.ones([batch_size, seq_length], tf.int32),
+      "segment_ids": tf.constant((np.arange(seq_length) >= seq_length // 2)
+                                 [None].repeat(batch_size, 0), tf.int32),
+      "masked_lm_positions": tf.constant(positions, tf.int32),
+      "masked_lm_ids": tf.constant(
+          np.take_along_axis(ids, positions, 1), tf.int32),
+      "masked_lm_weights": tf.ones([batch_size, predictions], tf.float32),
+      "next_sentence_labels": tf.constant(rng.randint(0, 2, [batch_size, 1]),
+                                          tf.int32),
+  }
+
+
+def ours_step(config, batch, seq_length, predictions, jit_compile):
+  task = pretraining.PretrainingTask(config, seq_length, predictions)
+  trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
+                             task.loss, tempfile.mkdtemp(), 1e-4, 100000,
+                             1000, jit_compile=jit_compile)
+  return tf.function(lambda: trainer.train_step(batch))
+
+
+def model_garden_step(config, batch, jit_compile):
+  encoder = reference.model_garden_encoder(config)
+  model = models.BertPretrainerV2(
+      encoder_network=encoder,
+      mlm_activation=tf_utils.get_activation(config.hidden_act),
+      mlm_initializer=tf_keras.initializers.TruncatedNormal(stddev=0.02),
+      classification_heads=[mg_layers.ClassificationHead(
+          inner_dim=config.hidden_size, num_classes=2, activation="tanh",
+          name="next_sentence")])
+  schedule = tf_keras.optimizers.schedules.PolynomialDecay(1e-4, 100000, 0.0)
+
+  def loss(outputs):
+    mlm, _ = pretraining.masked_lm_loss(outputs["mlm_logits"],
+                                        batch["masked_lm_ids"],
+                                        batch["masked_lm_weights"])
+    nsp, _ = pretraining.next_sentence_loss(outputs["next_sentence"],
+                                            batch["next_sentence_labels"])
+    return mlm + nsp
+
+  return model_garden.train_step(model, batch, loss, schedule, jit_compile,
+                                 extra_inputs=("masked_lm_positions",))
