@@ -16,13 +16,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
-import numpy as np
 import tensorflow as tf
 
 from official.nlp.modeling import models
 
 from benchmarks import model_garden
 from benchmarks import timing
+from benchmarks import train_steps
 import modeling
 from runner_lib.classifier import task as classifier
 from runner_lib.core import training
@@ -40,17 +40,7 @@ def main(argv):
                  intermediate_size=1024) if FLAGS.small else {})
   config = modeling.BertConfig(vocab_size=30522, type_vocab_size=2, **fields)
   batch_size, seq_length = 32, 128
-  rng = np.random.RandomState(0)
-  lengths = rng.randint(40, seq_length + 1, [batch_size])
-  mask = (np.arange(seq_length)[None] < lengths[:, None]).astype(np.int32)
-  batch = {"input_ids": tf.constant(rng.randint(1000, 30000, mask.shape) *
-                                    mask, tf.int32),
-           "input_mask": tf.constant(mask),
-           "segment_ids": tf.constant((np.arange(seq_length)[None] >=
-                                       lengths[:, None] // 2) * mask,
-                                      tf.int32),
-           "label_ids": tf.constant(rng.randint(0, 2, [batch_size]),
-                                    tf.int32)}
+  batch = train_steps.classifier_batch(batch_size, seq_length, 40)
 
   task = classifier.ClassificationTask(config, seq_length, ["0", "1"])
   trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,

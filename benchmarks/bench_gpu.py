@@ -1,7 +1,7 @@
 """GPU throughput and MFU: ours vs Model Garden, one script for a device run.
 
 Pre-training steps (masked LM + next sentence, AdamW with clipping:
-pretraining_steps.py's) and fine-tuning steps (sentence-pair
+train_steps.py's) and fine-tuning steps (sentence-pair
 classification: bench_classifier.py's batch) for BERT-Base and
 BERT-Large at seq 128 and 512, bfloat16 compute with XLA by default, ours
 and Model Garden's alternated in one run. Prints sequences/s, model FLOP
@@ -24,14 +24,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
-import numpy as np
 import tensorflow as tf
 import tf_keras
 
 from official.nlp.modeling import models
 
 from benchmarks import model_garden
-from benchmarks import pretraining_steps
+from benchmarks import train_steps
 from benchmarks import timing
 import modeling
 from runner_lib.classifier import task as classifier
@@ -89,17 +88,8 @@ def step_flops(config, batch_size, seq_length, output_rows, output_width):
 
 def classifier_steps(config, batch_size, seq_length):
   """(ours, Model Garden's) fine-tuning steps on one fixed batch."""
-  rng = np.random.RandomState(0)
-  lengths = rng.randint(seq_length // 3, seq_length + 1, [batch_size])
-  mask = (np.arange(seq_length)[None] < lengths[:, None]).astype(np.int32)
-  batch = {"input_ids": tf.constant(rng.randint(1000, 30000, mask.shape) *
-                                    mask, tf.int32),
-           "input_mask": tf.constant(mask),
-           "segment_ids": tf.constant((np.arange(seq_length)[None] >=
-                                       lengths[:, None] // 2) * mask,
-                                      tf.int32),
-           "label_ids": tf.constant(rng.randint(0, 2, [batch_size]),
-                                    tf.int32)}
+  batch = train_steps.classifier_batch(batch_size, seq_length,
+                                      seq_length // 3)
   task = classifier.ClassificationTask(config, seq_length, ["0", "1"])
   trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
                              task.loss, "/tmp/bench_gpu", 2e-5, 10000, 100,
@@ -143,11 +133,11 @@ def main(argv):
                                    **MODELS[name])
       batch_size = 4 if FLAGS.tiny else BATCH[(name, seq_length)]
       predictions = PREDICTIONS.get(seq_length, 20)
-      batch = pretraining_steps.make_batch(config, batch_size, seq_length,
+      batch = train_steps.make_batch(config, batch_size, seq_length,
                                            predictions)
-      steps = {"ours": pretraining_steps.ours_step(
+      steps = {"ours": train_steps.ours_step(
           config, batch, seq_length, predictions, FLAGS.xla),
-               "model_garden": pretraining_steps.model_garden_step(
+               "model_garden": train_steps.model_garden_step(
                    config, batch, FLAGS.xla)}
       medians = timing.alternated_medians(
           {k: (lambda fn=fn: float(fn())) for k, fn in steps.items()},

@@ -20,7 +20,7 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 import tensorflow as tf
 
-from benchmarks import pretraining_steps
+from benchmarks import train_steps
 from benchmarks import timing
 import modeling
 
@@ -31,13 +31,13 @@ flags.DEFINE_string("xla", "false,true", "Comma-separated jit_compile values.")
 
 
 def bench(name, jit_compile):
-  fields, batch_size, seq_length, predictions = pretraining_steps.SHAPES[name]
+  fields, batch_size, seq_length, predictions = train_steps.SHAPES[name]
   config = modeling.BertConfig(**fields)
-  batch = pretraining_steps.make_batch(config, batch_size, seq_length,
+  batch = train_steps.make_batch(config, batch_size, seq_length,
                                        predictions)
-  runs = {"ours": pretraining_steps.ours_step(config, batch, seq_length,
+  runs = {"ours": train_steps.ours_step(config, batch, seq_length,
                                               predictions, jit_compile),
-          "model_garden": pretraining_steps.model_garden_step(config, batch,
+          "model_garden": train_steps.model_garden_step(config, batch,
                                                               jit_compile)}
   medians = timing.alternated_medians(
       {k: (lambda fn=fn: float(fn())) for k, fn in runs.items()},

@@ -9,6 +9,8 @@ On real data from ../shared/data, max_seq_length 128, batch 32:
   same weights (max difference).
 - SST-2 and CoNLL-2003 dev prediction: trimmed (sorted by length) vs full
   length, same weights.
+- SQuAD v1.1: one epoch of training at seq 384 (windows mostly full),
+  trimmed vs full length.
 Whole runs alternate (--repeats); medians and ratios are printed.
 
   .venv/bin/python benchmarks/bench_trim.py [--shapes=small,base]
@@ -44,6 +46,9 @@ from runner_lib.core import training
 from runner_lib.ner import data as ner_data
 from runner_lib.ner import features as ner_features
 from runner_lib.ner import task as ner_task
+from runner_lib.squad import data as squad_data
+from runner_lib.squad import features as squad_features
+from runner_lib.squad import task as squad_task
 import tokenization
 from tests import reference
 from tests.conftest import SHARED_DATA
@@ -53,7 +58,8 @@ flags.DEFINE_string("shapes", "small", "Comma-separated: small, base.")
 flags.DEFINE_integer("max_train_steps", 0,
                      "Cap on MRPC training steps (0: one epoch, 115).")
 flags.DEFINE_integer("repeats", 1, "Alternated whole runs per variant.")
-flags.DEFINE_list("tasks", ["mrpc", "sst-2", "conll"], "Which to run.")
+flags.DEFINE_list("tasks", ["mrpc", "sst-2", "conll", "squad"],
+                  "Which to run.")
 
 SEQ = 128
 BATCH = 32
@@ -188,6 +194,39 @@ def mrpc(shape, config, labels, train, steps, dev):
          m["full"] / m["trim"], difference))
 
 
+def squad_training(shape, config, tokenizer, directory):
+  """Prints one epoch of SQuAD v1.1 training (the Notre Dame train subset,
+  seq 384, stride 128, batch 32) trimmed vs full length. Prediction is
+  not trimmed (see SquadTask.sequence_features)."""
+  path = os.path.join(SHARED_DATA, "squad",
+                      "train-v1.1.subset-University_of_Notre_Dame.json")
+  examples, _ = squad_data.read_squad_examples(path, True, False)
+  train = os.path.join(directory, "squad_train.tf_record")
+  squad_features.write_features(examples, tokenizer, 384, 128, 64, True,
+                                train)
+  count = sum(1 for _ in tf.data.TFRecordDataset(train))
+  task = squad_task.SquadTask(config, 384)
+  steps = math.ceil(count / BATCH)
+
+  def run(trim):
+    started = time.perf_counter()
+    trainer = training.Trainer(
+        tf.distribute.get_strategy(), task.build_model, task.loss,
+        tempfile.mkdtemp(), 3e-5, steps, steps // 10,
+        iterations_per_loop=steps, save_checkpoints_steps=10 ** 9)
+    trainer.train(input_pipeline.training_dataset_fn(
+        [train], task.name_to_features(True), BATCH, 12345,
+        trim=task.sequence_features(True) if trim else ()), BATCH)
+    return time.perf_counter() - started
+
+  m = median_runs({"trim": lambda: run(True), "full": lambda: run(False)},
+                  FLAGS.repeats)
+  print("%s (L=%d H=%d) SQuAD v1.1 training, %d windows (%d steps), seq "
+        "384 batch %d: trimmed %.1f s, full length %.1f s, ratio %.2f" %
+        (shape, config.num_hidden_layers, config.hidden_size, count, steps,
+         BATCH, m["trim"], m["full"], m["full"] / m["trim"]))
+
+
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
@@ -210,6 +249,8 @@ def main(argv):
                                  **SHAPES[shape])
     if "mrpc" in FLAGS.tasks:
       mrpc(shape, config, labels, train, steps, dev)
+    if "squad" in FLAGS.tasks:
+      squad_training(shape, config, tokenizer, directory)
     for key, name, task, path in (
         ("sst-2", "SST-2",
          classifier_task.ClassificationTask(config, SEQ, sst_labels),

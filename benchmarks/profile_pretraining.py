@@ -23,7 +23,7 @@ from absl import flags
 import tensorflow as tf
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-from benchmarks import pretraining_steps
+from benchmarks import train_steps
 import modeling
 
 FLAGS = flags.FLAGS
@@ -70,15 +70,15 @@ def op_times(step, steps):
 
 def main(argv):
   del argv
-  fields, batch_size, seq_length, predictions = pretraining_steps.SHAPES[
+  fields, batch_size, seq_length, predictions = train_steps.SHAPES[
       FLAGS.shape]
   config = modeling.BertConfig(**fields)
-  batch = pretraining_steps.make_batch(config, batch_size, seq_length,
+  batch = train_steps.make_batch(config, batch_size, seq_length,
                                        predictions)
   steps = {
-      "ours": pretraining_steps.ours_step(config, batch, seq_length,
+      "ours": train_steps.ours_step(config, batch, seq_length,
                                           predictions, FLAGS.jit_compile),
-      "model_garden": pretraining_steps.model_garden_step(
+      "model_garden": train_steps.model_garden_step(
           config, batch, FLAGS.jit_compile)}
   for name, step in steps.items():
     times = op_times(step, FLAGS.steps)

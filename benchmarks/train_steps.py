@@ -1,7 +1,7 @@
-"""Pre-training steps of ours and of Model Garden's BertPretrainerV2 on one
-fixed batch: the same config, masked-LM + next-sentence losses and AdamW
-with global-norm clipping (shared by bench_pretraining.py, bench_gpu.py and
-profile_pretraining.py)."""
+"""Fixed batches and training steps the training benchmarks share: ours and
+Model Garden's BertPretrainerV2 with the same config, masked-LM +
+next-sentence losses and AdamW with global-norm clipping; a sentence-pair
+classification batch."""
 
 import tempfile
 
@@ -79,3 +79,24 @@ def model_garden_step(config, batch, jit_compile):
 
   return model_garden.train_step(model, batch, loss, schedule, jit_compile,
                                  extra_inputs=("masked_lm_positions",))
+
+
+def classifier_batch(batch_size, seq_length, min_length):
+  """A fixed sentence-pair batch, lengths uniform in [min_length,
+  seq_length], two labels.
+
+  Returns:
+    dict of int32 Tensors: input_ids, input_mask, segment_ids [B, T];
+    label_ids [B].
+  """
+  rng = np.random.RandomState(0)
+  lengths = rng.randint(min_length, seq_length + 1, [batch_size])
+  mask = (np.arange(seq_length)[None] < lengths[:, None]).astype(np.int32)
+  return {"input_ids": tf.constant(rng.randint(1000, 30000, mask.shape) *
+                                   mask, tf.int32),
+          "input_mask": tf.constant(mask),
+          "segment_ids": tf.constant((np.arange(seq_length)[None] >=
+                                      lengths[:, None] // 2) * mask,
+                                     tf.int32),
+          "label_ids": tf.constant(rng.randint(0, 2, [batch_size]),
+                                   tf.int32)}
