@@ -15,6 +15,7 @@ import tensorflow as tf
 from official.nlp.tools import tokenization as port
 
 import tokenization
+from tokenization import graph
 from runner_lib.core import packing as features
 from tests import stress_corpus
 
@@ -295,3 +296,33 @@ def test_invalid_utf8_is_dropped_in_graph_as_in_python(stress_vocab_file):
     np.testing.assert_array_equal(
         got["input_ids"][row].numpy(),
         python_inputs(tokenizer, text.decode("utf-8", "ignore"), None, 16)[0])
+
+
+def test_plain_ascii_takes_the_one_pass_path_and_the_rest_the_exact_one(
+    tmp_path):
+  fast = lambda text: bool(tf.strings.regex_full_match(
+      tf.constant(text), graph._FAST_PATH))  # pylint: disable=protected-access
+  assert fast("Hello, World! 3.14 e-mail\tand\nmore\r")
+  assert fast("")
+  for text in ("café", "vt\x0bff\x0c", "nul\x00byte", "del\x7f", "bell\x07",
+               "\u3000", "日本"):
+    assert not fast(text), repr(text)
+  assert not bool(tf.strings.regex_full_match(tf.constant(b"ab\xffcd"),
+                                              graph._FAST_PATH))  # pylint: disable=protected-access
+  # A batch mixing both, with the lines where TensorFlow Text's own
+  # FastBertTokenizer differs from the original: the original's output, in
+  # the batch's order.
+  vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "vt", "ff", "nul", "byte",
+           "cafe", "caf", "##e", "ss", "stra", "##ße", "strasse", "a", ",",
+           "the", "b", "##c"] + ["x" * 200]
+  path = tmp_path / "vocab.txt"
+  path.write_text("\n".join(vocab) + "\n")
+  texts = ["vt\x0bff\x0c", "the a, b", "café", "Straße", "nul\x00byte",
+           "THE BC", "", "x" * 200, "x" * 201, "\u3000the\u3000", "a\tb"]
+  for do_lower_case in (True, False):
+    ours = tokenization.FullTokenizer(str(path), do_lower_case)
+    want = [ours.tokenize(t) for t in texts]
+    assert ours.batch_tokenize(texts) == want
+    assert ours.batch_tokenize_ids(texts[::-1]) == [
+        ours.convert_tokens_to_ids(w) for w in want[::-1]]
+  assert want[0] == ["[UNK]"]  # cased: "vtff", the controls dropped

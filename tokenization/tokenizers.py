@@ -18,7 +18,7 @@ REQUIRED_TOKENS = ("[UNK]", "[CLS]", "[SEP]")
 
 # Strings per call of the TensorFlow path: large enough to amortise the call,
 # small enough to bound the memory of the ragged intermediates.
-_BATCH_CHUNK = 8192
+BATCH_CHUNK = 8192
 
 # Distinct words whose WordPieces a WordpieceTokenizer remembers.
 _WORD_CACHE_SIZE = 1 << 17
@@ -295,15 +295,18 @@ class FullTokenizer(object):
   def _batch_map(self, texts, convert):
     """Runs the TensorFlow path in chunks; convert maps flat ids to a list."""
     if self._tokenize_ids_fn is None:
+      # Built outside the function: its compiled vocab must outlive the
+      # trace (graph_tokenizer serves other functions too).
+      graph_tokenizer = self.graph_tokenizer
       # Python str encodes to valid UTF-8: skip the graph's byte clean-up.
       self._tokenize_ids_fn = tf.function(
-          lambda texts: self.graph_tokenizer.tokenize_ids(texts, True),
+          lambda texts: graph_tokenizer.tokenize_ids(texts, True),
           input_signature=[tf.TensorSpec([None], tf.string)])
     encoded = [text_lib.convert_to_unicode(t).encode("utf-8") for t in texts]
     rows = []
-    for start in range(0, len(encoded), _BATCH_CHUNK):
+    for start in range(0, len(encoded), BATCH_CHUNK):
       ids = self._tokenize_ids_fn(
-          tf.constant(encoded[start:start + _BATCH_CHUNK], tf.string))
+          tf.constant(encoded[start:start + BATCH_CHUNK], tf.string))
       flat = convert(ids.flat_values.numpy())
       splits = ids.row_splits.numpy().tolist()
       rows.extend(flat[begin:end] for begin, end in zip(splits, splits[1:]))
