@@ -126,7 +126,8 @@ def main(_):
   start = time.time()
   with tfrecord.RoundRobinWriter(output_files, FLAGS.gzip) as writer:
     if FLAGS.num_workers == 1:
-      documents = pretraining_data.read_documents(lines, tokenizer)
+      documents = pretraining_data.read_documents(lines, tokenizer,
+                                                  total_bytes=total_bytes)
       logging.info("%d documents tokenized in %.1f s", len(documents),
                    time.time() - start)
       # Park instances beside the outputs: that disk has room for them.

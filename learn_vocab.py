@@ -10,9 +10,11 @@ BasicTokenizer makes, and prints the vocab_size to put in bert_config.json:
 
 from absl import flags
 from absl import logging
+import tensorflow as tf
 
 from runner_lib.core import errors
 from runner_lib.core import fileio
+from runner_lib.core import progress
 from runner_lib.core import text_input
 from tokenization import vocab_learning
 
@@ -44,13 +46,18 @@ def main(_):
         (FLAGS.vocab_size,
          len(vocab_learning.reserved_tokens(FLAGS.num_unused))))
   files = text_input.expand_globs(FLAGS.input_file)
-  counts = vocab_learning.count_words(text_input.read_lines(files),
-                                      FLAGS.do_lower_case)
+  total_bytes = sum(tf.io.gfile.stat(f).length for f in files)
+  counter = progress.Progress("Counting words", total_bytes / 1e6)
+  counts = vocab_learning.count_words(
+      text_input.read_lines(files), FLAGS.do_lower_case,
+      progress=lambda done, counts: counter.update(
+          done / 1e6, distinct_words=len(counts)))
   if not counts:
     raise errors.InputError("--input_file %s holds no words." %
                             FLAGS.input_file)
-  logging.info("%d distinct words, %d in all, from %d files.", len(counts),
-               sum(counts.values()), len(files))
+  logging.info("%d distinct words, %d in all, from %d files. Learning the "
+               "vocab (TensorFlow Text's learner: about 2 s per 1000 distinct "
+               "words).", len(counts), sum(counts.values()), len(files))
   vocab = vocab_learning.learn_vocab(counts, FLAGS.vocab_size,
                                      FLAGS.num_unused, FLAGS.max_unique_chars)
   with fileio.atomic_output(FLAGS.output_file) as writer:

@@ -25,13 +25,15 @@ def reserved_tokens(num_unused=0):
           ["[UNK]", "[CLS]", "[SEP]", "[MASK]"])
 
 
-def count_words(lines, do_lower_case, batch_size=4096):
+def count_words(lines, do_lower_case, batch_size=4096, progress=None):
   """Counts the words the original BasicTokenizer makes of the lines.
 
   Args:
     lines: iterable of str.
     do_lower_case: bool.
     batch_size: int, lines per TensorFlow call.
+    progress: function or None, called after each batch with the bytes of
+      text counted so far and the Counter.
 
   Returns:
     collections.Counter str -> int.
@@ -40,14 +42,19 @@ def count_words(lines, do_lower_case, batch_size=4096):
                       input_signature=[tf.TensorSpec([None], tf.string)])
   counts = collections.Counter()
   batch = []
+  done_bytes = 0
 
   def flush():
     words = split(tf.constant(batch, tf.string)).flat_values.numpy()
     counts.update(w.decode("utf-8") for w in words)
     batch.clear()
+    if progress:
+      progress(done_bytes, counts)
 
   for line in lines:
-    batch.append(line.encode("utf-8"))
+    encoded = line.encode("utf-8")
+    done_bytes += len(encoded)
+    batch.append(encoded)
     if len(batch) == batch_size:
       flush()
   if batch:

@@ -13,16 +13,13 @@ import collections
 import mmap
 import struct
 import tempfile
-import time
 
-from absl import logging
 import tensorflow as tf
 
 from runner_lib.core import errors
+from runner_lib.core import progress as core_progress
 from runner_lib.core import tfrecord
 
-# Seconds between progress lines on long runs.
-PROGRESS_SECONDS = 10
 
 InstanceOptions = collections.namedtuple("InstanceOptions", [
     "max_seq_length", "short_seq_prob", "masked_lm_prob",
@@ -68,7 +65,7 @@ class TrainingInstance(object):
     self.is_random_next = is_random_next
 
 
-def read_documents(lines, tokenizer, batch_lines=8192):
+def read_documents(lines, tokenizer, batch_lines=8192, total_bytes=None):
   """Tokenizes text, one sentence per line, blank lines between documents.
 
   As the original: a line blank after strip() starts a new document, a line
@@ -79,12 +76,16 @@ def read_documents(lines, tokenizer, batch_lines=8192):
     lines: iterable of str.
     tokenizer: tokenization.FullTokenizer (its batch path is used).
     batch_lines: int, lines per tokenizer call.
+    total_bytes: int or None, the text's size, for progress lines.
 
   Returns:
     list of documents, each a list of sentences as array('i') of ids.
   """
   documents = [[]]
   batch = []
+  progress = core_progress.Progress(
+      "Tokenizing", total_bytes / 1e6 if total_bytes else None)
+  done_bytes = 0
 
   def flush():
     for line, ids in zip(batch, tokenizer.batch_tokenize_ids(batch)):
@@ -93,8 +94,10 @@ def read_documents(lines, tokenizer, batch_lines=8192):
       if ids:
         documents[-1].append(array.array("i", ids))
     batch.clear()
+    progress.update(done_bytes / 1e6, documents=len(documents))
 
   for line in lines:
+    done_bytes += len(line.encode("utf-8"))
     batch.append(line.strip())
     if len(batch) == batch_lines:
       flush()
@@ -304,14 +307,23 @@ def serialize_instance(instance, max_seq_length, max_predictions_per_seq):
       feature=features)).SerializeToString(deterministic=True)
 
 
-def serialized_instances(documents, options, vocab, dupe_factor, rng):
-  """Yields every instance as bytes, in the original's creation order."""
+def serialized_instances(documents, options, vocab, dupe_factor, rng,
+                         progress=None):
+  """Yields every instance as bytes, in the original's creation order.
+
+  progress, if given, is called with the number of documents done (over
+  all dupe_factor passes) after each document.
+  """
+  done = 0
   for _ in range(dupe_factor):
     for document_index in range(len(documents)):
       for instance in create_instances_from_document(documents, document_index,
                                                      options, vocab, rng):
         yield serialize_instance(instance, options.max_seq_length,
                                  options.max_predictions_per_seq)
+      done += 1
+      if progress:
+        progress(done)
 
 
 class _Spill(object):
@@ -367,16 +379,14 @@ def create_training_records(documents, options, vocab, dupe_factor, rng,
   """
   rng.shuffle(documents)
   spill = _Spill(spill_directory)
-  start = last_log = time.time()
+  progress = core_progress.Progress(
+      "Making instances (%d documents x %d)" % (len(documents), dupe_factor),
+      len(documents) * dupe_factor, unit="documents")
   try:
-    for record in serialized_instances(documents, options, vocab, dupe_factor,
-                                       rng):
+    for record in serialized_instances(
+        documents, options, vocab, dupe_factor, rng,
+        progress=lambda done: progress.update(done, instances=len(spill))):
       spill.append(record)
-      if time.time() - last_log > PROGRESS_SECONDS:
-        last_log = time.time()
-        logging.info("%d instances made (%.0f/s) from %d documents x %d",
-                     len(spill), len(spill) / (last_log - start),
-                     len(documents), dupe_factor)
     order = list(range(len(spill)))
     rng.shuffle(order)
     yield from spill.read_in_order(order)

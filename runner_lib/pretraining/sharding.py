@@ -13,9 +13,8 @@ workers (which sets the shard size for small inputs).
 import collections
 import multiprocessing
 import random
-import time
 
-from absl import logging
+from runner_lib.core import progress as core_progress
 
 # Text per shard. Big enough for many documents per shard (random next
 # sentences are drawn within it), small enough to keep workers lean.
@@ -100,25 +99,28 @@ def sharded_records(lines, total_bytes, num_workers, vocab_file,
   shard_bytes = shard_size(total_bytes, num_workers)
   # spawn, not fork: TensorFlow's runtime does not survive a fork.
   context = multiprocessing.get_context("spawn")
-  start = time.time()
-  documents = instances = 0
+  progress = core_progress.Progress(
+      "Making instances on %d workers" % num_workers, total_bytes / 1e6)
+  done_bytes = documents = instances = 0
   with context.Pool(num_workers, initializer=_init_worker,
                     initargs=(vocab_file, do_lower_case, options,
                               dupe_factor, seed)) as pool:
     pending = collections.deque()
 
     def collect():
-      nonlocal documents, instances
-      num_documents, records = pending.popleft().get()
+      nonlocal done_bytes, documents, instances
+      size, result = pending.popleft()
+      num_documents, records = result.get()
+      done_bytes += size
       documents += num_documents
       instances += len(records)
-      elapsed = max(time.time() - start, 1e-9)
-      logging.info("%d documents (%.0f/s), %d instances (%.0f/s)", documents,
-                   documents / elapsed, instances, instances / elapsed)
+      progress.update(done_bytes / 1e6, documents=documents,
+                      instances=instances)
       return records
 
     for task in enumerate(shard_lines(lines, shard_bytes)):
-      pending.append(pool.apply_async(_process_shard, (task,)))
+      size = sum(len(line.encode("utf-8")) for line in task[1])
+      pending.append((size, pool.apply_async(_process_shard, (task,))))
       if len(pending) >= 2 * num_workers:
         yield from collect()
     while pending:
