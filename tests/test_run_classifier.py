@@ -143,6 +143,21 @@ def test_batch_size_below_one_is_named_before_any_work(tmp_path):
   assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("content", ["", "header only\n"])
+def test_training_file_without_examples_is_an_error_not_a_hang(tmp_path,
+                                                              content):
+  data = mrpc_folder(tmp_path / "mrpc")
+  (data / "train.tsv").write_text(content)
+  result = run_script("run_classifier.py",
+                      base_args(data, tmp_path / "out", do_train="true"),
+                      timeout=120)
+  assert result.returncode == 1
+  assert ("--do_train: the training file in --data_dir %s holds no "
+          "examples." % data) in result.stderr
+  assert "Traceback" not in result.stderr
+  assert not (tmp_path / "out").exists()
+
+
 def test_stray_argument_is_a_usage_error(tmp_path):
   data = mrpc_folder(tmp_path / "mrpc")
   args = ["--%s=%s" % item

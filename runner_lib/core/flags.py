@@ -311,7 +311,15 @@ def finetuning_trainer(strategy, task, num_train_examples):
 
   Returns:
     training.Trainer.
+
+  Raises:
+    errors.InputError: --do_train with no training example (an empty or
+      header-only file would otherwise repeat zero records forever).
   """
+  if FLAGS.do_train and not num_train_examples:
+    raise errors.InputError(
+        "--do_train: the training file in --data_dir %s holds no examples." %
+        FLAGS.data_dir)
   num_train_steps, num_warmup_steps = 1, 0
   if FLAGS.do_train:
     num_train_steps, num_warmup_steps = optimization.finetuning_steps(
