@@ -90,9 +90,8 @@ def main(_):
   run_prediction = predict.predictor(strategy, predict_fn)
   # Only each example's own tokens are written, so a batch can stop after
   # its longest (in input order: the lines are written as they come).
-  trim = (() if not FLAGS.trim_padding or isinstance(
-      strategy, tf.distribute.TPUStrategy) else
-          ("input_ids", "input_mask", "segment_ids"))
+  trim = (("input_ids", "input_mask", "segment_ids")
+          if runner_flags.trims(strategy) else ())
   examples = data.read_examples(FLAGS.input_file)
   num_written = 0
   with fileio.atomic_output(FLAGS.output_file) as writer:

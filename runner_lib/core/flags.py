@@ -192,17 +192,20 @@ def check_trim_flags():
                             "batches of full length gain nothing from it.")
 
 
+def trims(strategy):
+  """Whether batches are trimmed: --trim_padding, and not on TPU (static
+  shapes)."""
+  return FLAGS.trim_padding and not isinstance(strategy,
+                                               tf.distribute.TPUStrategy)
+
+
 def trim_features(task, strategy, is_training):
-  """The features a batch is cut on: Task.sequence_features under
-  --trim_padding, none on TPU (static shapes) or without the flag.
+  """The features a batch is cut on: Task.sequence_features where trims().
 
   Returns:
     tuple of str.
   """
-  if not FLAGS.trim_padding or isinstance(strategy,
-                                          tf.distribute.TPUStrategy):
-    return ()
-  return task.sequence_features(is_training)
+  return task.sequence_features(is_training) if trims(strategy) else ()
 
 
 # Integer flags of define_training_flags that must be at least 1 (where

@@ -163,13 +163,14 @@ def predict_records(strategy, predict_fn, path, name_to_features, batch_size,
     records = records.take(num_records)
   order = None
   if trim:
-    # Prediction files are small enough to hold (SQuAD's dev set: ~30 MB).
-    order = np.argsort(sequence_lengths(records,
-                                        name_to_features["input_mask"]),
-                       kind="stable")
-    serialized = np.array(list(records.as_numpy_iterator()), dtype=object)
-    records = tf.data.Dataset.from_tensor_slices(
-        tf.constant(serialized[order].tolist(), tf.string))
+    # Prediction files are small enough to hold (SQuAD's dev set: ~30 MB),
+    # so the file is read once.
+    serialized = tf.constant(list(records.as_numpy_iterator()), tf.string)
+    order = np.argsort(sequence_lengths(
+        tf.data.Dataset.from_tensor_slices(serialized),
+        name_to_features["input_mask"]), kind="stable")
+    records = tf.data.Dataset.from_tensor_slices(tf.gather(serialized,
+                                                           order))
   batches = input_pipeline.parse_and_batch(records, name_to_features,
                                            batch_size, drop_remainder=False,
                                            trim=trim)

@@ -97,7 +97,7 @@ def read_documents(lines, tokenizer, batch_lines=8192, total_bytes=None):
     progress.update(done_bytes / 1e6, documents=len(documents))
 
   for line in lines:
-    done_bytes += len(line.encode("utf-8"))
+    done_bytes += len(line)  # characters: bytes for ASCII, near enough
     batch.append(line.strip())
     if len(batch) == batch_lines:
       flush()

@@ -119,7 +119,7 @@ def sharded_records(lines, total_bytes, num_workers, vocab_file,
       return records
 
     for task in enumerate(shard_lines(lines, shard_bytes)):
-      size = sum(len(line.encode("utf-8")) for line in task[1])
+      size = sum(map(len, task[1]))  # characters, as shard_lines counts
       pending.append((size, pool.apply_async(_process_shard, (task,))))
       if len(pending) >= 2 * num_workers:
         yield from collect()

@@ -8,6 +8,7 @@ needs TensorFlow and TensorFlow Text only.
 
 import tensorflow as tf
 
+from runner_lib.core import input_pipeline
 import tokenization
 
 
@@ -21,12 +22,9 @@ TRIM_MULTIPLE = 8
 
 
 def trim_padding(inputs):
-  """Cuts a batch's columns past its longest sequence.
-
-  Attention masks the padding, so every real position's output is the same
-  (to float32 rounding) with or without it, and a batch of short sentences
-  costs its own length, not seq_length. The cut is rounded up to a
-  multiple of TRIM_MULTIPLE, kernels' preferred sizes.
+  """input_pipeline.trim_batch on every input, to a multiple of
+  TRIM_MULTIPLE: a batch of short sentences costs its own length, with the
+  outputs of the full-length batch (attention masks the padding).
 
   Args:
     inputs: dict of int32 [..., T]: input_ids, input_mask, segment_ids.
@@ -34,11 +32,7 @@ def trim_padding(inputs):
   Returns:
     dict of int32 [..., T'], T' <= T.
   """
-  mask = inputs["input_mask"]
-  longest = tf.reduce_max(tf.reduce_sum(mask, axis=-1))
-  length = tf.minimum((longest + TRIM_MULTIPLE - 1) // TRIM_MULTIPLE *
-                      TRIM_MULTIPLE, tf.shape(mask)[-1])
-  return {key: value[..., :length] for key, value in inputs.items()}
+  return input_pipeline.trim_batch(inputs, tuple(inputs), TRIM_MULTIPLE)
 
 
 class _Untracked(object):
