@@ -311,6 +311,15 @@ def test_bad_exports_are_one_line_and_leave_nothing(tmp_path):
   assert result.returncode == 1
   assert "--task=classifier needs --task_name." in result.stderr
   assert not (tmp_path / "other").exists()
+  # SQuAD's windows must leave room for the context, as run_squad checks.
+  result = run_script("export_saved_model.py",
+                      dict(args, task="squad", max_query_length="64",
+                           export_dir=str(tmp_path / "squad")))
+  assert result.returncode == 1
+  assert ("The max_seq_length (48) must be greater than max_query_length "
+          "(64) + 3") in result.stderr
+  assert "Traceback" not in result.stderr
+  assert not (tmp_path / "squad").exists()
 
 
 def squad_rows(path, paragraphs):
