@@ -27,6 +27,7 @@ from runner_lib.core import errors
 from runner_lib.core import text_input
 from runner_lib.core import tfrecord
 from runner_lib.pretraining import data as pretraining_data
+from runner_lib.pretraining import instances as pretraining_instances
 from runner_lib.pretraining import sharding
 import tokenization
 
@@ -76,7 +77,7 @@ def check_flags():
   """Validates flag values before any work.
 
   Returns:
-    pretraining_data.InstanceOptions.
+    pretraining_instances.InstanceOptions.
 
   Raises:
     errors.InputError: naming the flag.
@@ -101,7 +102,7 @@ def check_flags():
         "--max_predictions_per_seq=%d is below max_seq_length x "
         "masked_lm_prob = %d: full-length sequences get fewer masks than "
         "masked_lm_prob asks for.", FLAGS.max_predictions_per_seq, expected)
-  return pretraining_data.InstanceOptions(
+  return pretraining_instances.InstanceOptions(
       FLAGS.max_seq_length, FLAGS.short_seq_prob, FLAGS.masked_lm_prob,
       FLAGS.max_predictions_per_seq, FLAGS.do_whole_word_mask)
 
@@ -113,7 +114,7 @@ def main(_):
                                            FLAGS.do_lower_case)
   except tokenization.VocabError as e:
     raise errors.InputError(str(e)) from None
-  vocab = pretraining_data.MaskingVocab(tokenizer)
+  vocab = pretraining_data.masking_vocab(tokenizer)
   input_files = text_input.expand_globs(FLAGS.input_file)
   total_bytes = sum(tf.io.gfile.stat(f).length for f in input_files)
   if not total_bytes:
@@ -131,7 +132,7 @@ def main(_):
       logging.info("%d documents tokenized in %.1f s", len(documents),
                    time.time() - start)
       # Park instances beside the outputs: that disk has room for them.
-      records = pretraining_data.create_training_records(
+      records = pretraining_instances.create_training_records(
           documents, options, vocab, FLAGS.dupe_factor,
           random.Random(FLAGS.random_seed),
           spill_directory=os.path.dirname(os.path.abspath(output_files[0])))

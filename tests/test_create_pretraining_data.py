@@ -11,6 +11,7 @@ import tensorflow as tf
 import tokenization
 from runner_lib.core import tfrecord
 from runner_lib.pretraining import data as pretraining_data
+from runner_lib.pretraining import instances as pretraining_instances
 from runner_lib.pretraining import sharding as pretraining_sharding
 from tests import conftest
 
@@ -54,7 +55,7 @@ def synthetic_corpus(path, num_documents=300, seed=0):
 
 
 def options(max_seq_length=64, wwm=False, max_predictions=10):
-  return pretraining_data.InstanceOptions(max_seq_length, 0.1, 0.15,
+  return pretraining_instances.InstanceOptions(max_seq_length, 0.1, 0.15,
                                           max_predictions, wwm)
 
 
@@ -77,10 +78,10 @@ def test_identical_to_the_original_output(shared_data, mode):
       os.path.join(shared_data, "vocab", "uncased_vocab.txt"), True)
   with open(os.path.join(shared_data, "corpus", "sample_text.txt")) as f:
     documents = pretraining_data.read_documents(f, tokenizer)
-  ours = list(pretraining_data.create_training_records(
-      documents, pretraining_data.InstanceOptions(128, 0.1, 0.15, 20,
+  ours = list(pretraining_instances.create_training_records(
+      documents, pretraining_instances.InstanceOptions(128, 0.1, 0.15, 20,
                                                   mode == "wwm"),
-      pretraining_data.MaskingVocab(tokenizer), 5, random.Random(12345)))
+      pretraining_data.masking_vocab(tokenizer), 5, random.Random(12345)))
   want = records_of(reference)
   assert len(ours) == len(want) == {"wp": 60, "wwm": 64}[mode]
   got, want = parse(ours, 128, 20), parse(want, 128, 20)
@@ -133,10 +134,10 @@ def check_invariants(features, vocab_size, mask_id, max_predictions,
 @pytest.mark.parametrize("seed,wwm", [(1, False), (2, True), (3, False)])
 def test_invariants_and_80_10_10(tmp_path, seed, wwm):
   tokenizer = tokenization.FullTokenizer(write_vocab(tmp_path / "vocab.txt"))
-  vocab = pretraining_data.MaskingVocab(tokenizer)
+  vocab = pretraining_data.masking_vocab(tokenizer)
   with open(synthetic_corpus(tmp_path / "c.txt", 200, seed)) as f:
     documents = pretraining_data.read_documents(f, tokenizer)
-  records = list(pretraining_data.create_training_records(
+  records = list(pretraining_instances.create_training_records(
       documents, options(wwm=wwm), vocab, 3, random.Random(seed)))
   features = parse(records, 64, 10)
   shares, total = check_invariants(features, vocab.size, vocab.mask_id, 10,
@@ -181,9 +182,9 @@ def test_parallel_mode_statistics_match_one_worker(tmp_path):
   tokenizer = tokenization.FullTokenizer(vocab_file)
   with open(corpus) as f:
     lines = f.readlines()
-  single = parse(pretraining_data.create_training_records(
+  single = parse(pretraining_instances.create_training_records(
       pretraining_data.read_documents(lines, tokenizer), options(),
-      pretraining_data.MaskingVocab(tokenizer), 4, random.Random(5)), 64, 10)
+      pretraining_data.masking_vocab(tokenizer), 4, random.Random(5)), 64, 10)
 
   def parallel():
     return list(pretraining_sharding.sharded_records(

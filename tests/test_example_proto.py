@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from runner_lib.core import example_proto
 from runner_lib.pretraining import data as pretraining_data
+from runner_lib.pretraining import instances as pretraining_instances
 
 
 def tensorflow_bytes(features):
@@ -72,11 +73,11 @@ def test_varint_matches_protobuf_lengths():
 
 def test_pretraining_instances_equal_tensorflow_serialization():
   rng = random.Random(7)
-  encoder = pretraining_data.InstanceEncoder(30522, 128, 20)
+  encoder = pretraining_instances.InstanceEncoder(30522, 128, 20)
   for _ in range(50):
     n = rng.randint(5, 128)
     k = rng.randint(1, 20)
-    instance = pretraining_data.TrainingInstance(
+    instance = pretraining_instances.TrainingInstance(
         [rng.randint(0, 30521) for _ in range(n)],
         [0] * (n // 2) + [1] * (n - n // 2),
         sorted(rng.sample(range(1, n), min(k, n - 1))),

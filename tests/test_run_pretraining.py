@@ -17,6 +17,7 @@ import modeling
 import tokenization
 from runner_lib.core import tfrecord
 from runner_lib.pretraining import data as pretraining_data
+from runner_lib.pretraining import instances as pretraining_instances
 from tests import reference
 from tests import test_create_pretraining_data as cpd
 from tests.conftest import REPO_ROOT
@@ -38,9 +39,9 @@ def data(tmp_path_factory):
       cpd.write_vocab(directory / "vocab.txt"))
   with open(cpd.synthetic_corpus(directory / "corpus.txt", 150)) as f:
     documents = pretraining_data.read_documents(f, tokenizer)
-  records = pretraining_data.create_training_records(
-      documents, pretraining_data.InstanceOptions(32, 0.1, 0.15, 5, False),
-      pretraining_data.MaskingVocab(tokenizer), 2, random.Random(1))
+  records = pretraining_instances.create_training_records(
+      documents, pretraining_instances.InstanceOptions(32, 0.1, 0.15, 5, False),
+      pretraining_data.masking_vocab(tokenizer), 2, random.Random(1))
   path = str(directory / "examples.tfrecord")
   with tfrecord.RoundRobinWriter([path]) as writer:
     for record in records:

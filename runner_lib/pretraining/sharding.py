@@ -53,15 +53,16 @@ def _init_worker(vocab_file, do_lower_case, options, dupe_factor, seed):
   # Imported in the worker: it is a fresh (spawned) process.
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from runner_lib.pretraining import data  # pylint: disable=g-import-not-at-top
+  from runner_lib.pretraining import instances  # pylint: disable=g-import-not-at-top
   import tokenization  # pylint: disable=g-import-not-at-top
   # One thread per worker: the parallelism is the workers.
   tf.config.threading.set_intra_op_parallelism_threads(1)
   tf.config.threading.set_inter_op_parallelism_threads(1)
   tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case)
   _worker.update(tokenizer=tokenizer,
-                 vocab=data.MaskingVocab(tokenizer),
+                 vocab=data.masking_vocab(tokenizer),
                  options=options, dupe_factor=dupe_factor, seed=seed,
-                 module=data)
+                 module=data, instances=instances)
 
 
 def _process_shard(task):
@@ -72,9 +73,9 @@ def _process_shard(task):
   # A seed of its own per shard: independent of which worker runs it.
   rng = random.Random("%d:%d" % (_worker["seed"], index))
   rng.shuffle(documents)
-  records = list(data.serialized_instances(documents, _worker["options"],
-                                           _worker["vocab"],
-                                           _worker["dupe_factor"], rng))
+  records = list(_worker["instances"].serialized_instances(
+      documents, _worker["options"], _worker["vocab"], _worker["dupe_factor"],
+      rng))
   rng.shuffle(records)
   return len(documents), records
 
@@ -89,7 +90,7 @@ def sharded_records(lines, total_bytes, num_workers, vocab_file,
     num_workers: int >= 1.
     vocab_file: str.
     do_lower_case: bool.
-    options: data.InstanceOptions.
+    options: instances.InstanceOptions.
     dupe_factor: int.
     seed: int.
 
