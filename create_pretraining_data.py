@@ -138,8 +138,9 @@ def main(_):
           spill_directory=os.path.dirname(os.path.abspath(output_files[0])))
     else:
       records = sharding.sharded_records(
-          lines, total_bytes, FLAGS.num_workers, FLAGS.vocab_file,
-          FLAGS.do_lower_case, options, FLAGS.dupe_factor, FLAGS.random_seed)
+          lines, total_bytes, FLAGS.num_workers,
+          lambda shard: pretraining_data.read_documents(shard, tokenizer),
+          vocab, options, FLAGS.dupe_factor, FLAGS.random_seed)
     for record in records:
       writer.write(record)
     if not writer.num_written:

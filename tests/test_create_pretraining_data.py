@@ -188,7 +188,9 @@ def test_parallel_mode_statistics_match_one_worker(tmp_path):
 
   def parallel():
     return list(pretraining_sharding.sharded_records(
-        lines, sum(map(len, lines)), 2, vocab_file, True, options(), 4, 5))
+        lines, sum(map(len, lines)), 2,
+        lambda shard: pretraining_data.read_documents(shard, tokenizer),
+        pretraining_data.masking_vocab(tokenizer), options(), 4, 5))
 
   records = parallel()
   assert records == parallel()  # deterministic for seed and worker count
@@ -278,3 +280,15 @@ def test_skip_invalid_lines_and_low_prediction_cap_warning(tmp_path):
   assert "skipped 1 lines that are not UTF-8" in result.stderr
   assert "--max_predictions_per_seq=2 is below" in result.stderr
   assert records_of(str(tmp_path / "out" / "x.tfrecord"))
+
+
+@pytest.mark.parametrize("length", [0, 1, 2, 3, 10, 125, 300, 5000])
+def test_fast_shuffle_draws_as_random_shuffle(length):
+  for seed in range(20):
+    want, got = list(range(length)), list(range(length))
+    reference, ours = random.Random(seed), random.Random(seed)
+    reference.shuffle(want)
+    pretraining_instances.shuffle(ours, got)
+    assert got == want
+    # The generators are left in the same state: later draws agree too.
+    assert ours.random() == reference.random()

@@ -299,9 +299,12 @@ class FullTokenizer(object):
       # trace (graph_tokenizer serves other functions too).
       graph_tokenizer = self.graph_tokenizer
       # Python str encodes to valid UTF-8: skip the graph's byte clean-up.
+      # The graph code has no Python control flow on tensors: autograph
+      # would only add a second or two of conversion to the first call.
       self._tokenize_ids_fn = tf.function(
           lambda texts: graph_tokenizer.tokenize_ids(texts, True),
-          input_signature=[tf.TensorSpec([None], tf.string)])
+          input_signature=[tf.TensorSpec([None], tf.string)],
+          autograph=False)
     encoded = [text_lib.convert_to_unicode(t).encode("utf-8") for t in texts]
     rows = []
     for start in range(0, len(encoded), BATCH_CHUNK):

@@ -31,9 +31,14 @@ def varint(value):
   return bytes(out)
 
 
+# Varints of lengths and small values, looked up rather than computed.
+_SMALL = [varint(i) for i in range(1 << 14)]
+
+
 def _field(tag, payload):
   """A length-delimited field: tag byte, length, payload."""
-  return tag + varint(len(payload)) + payload
+  n = len(payload)
+  return b"".join((tag, _SMALL[n] if n < 16384 else varint(n), payload))
 
 
 class VarintTable(object):

@@ -13,6 +13,7 @@ No TensorFlow here: sharding.py's worker processes import only this.
 import array
 import collections
 import mmap
+import random
 import struct
 import tempfile
 
@@ -75,6 +76,27 @@ def random_truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
       trunc_tokens.pop()
 
 
+def shuffle(rng, items):
+  """rng.shuffle(items), the same permutation from the same draws, faster.
+
+  CPython's Random.shuffle is Fisher-Yates over _randbelow, which draws
+  getrandbits(n.bit_length()) until below n. Inlined here: about half the
+  cost, which matters at a shuffle per instance. tests check it against
+  rng.shuffle; a Random subclass gets its own shuffle.
+  """
+  if type(rng) is not random.Random:  # pylint: disable=unidiomatic-typecheck
+    rng.shuffle(items)
+    return
+  getrandbits = rng.getrandbits
+  for i in range(len(items) - 1, 0, -1):
+    n = i + 1
+    bits = n.bit_length()
+    j = getrandbits(bits)
+    while j >= n:
+      j = getrandbits(bits)
+    items[i], items[j] = items[j], items[i]
+
+
 def create_masked_lm_predictions(tokens, masked_lm_prob,
                                  max_predictions_per_seq, vocab, rng,
                                  do_whole_word_mask):
@@ -91,45 +113,60 @@ def create_masked_lm_predictions(tokens, masked_lm_prob,
   Returns:
     (output_tokens, masked_lm_positions sorted, masked_lm_labels).
   """
+  num_to_predict = min(max_predictions_per_seq,
+                       max(1, int(round(len(tokens) * masked_lm_prob))))
+  cls_id, sep_id = vocab.cls_id, vocab.sep_id
+  if do_whole_word_mask:
+    chosen = _whole_word_positions(tokens, num_to_predict, vocab, rng)
+  else:
+    # One candidate per position: none overshoots the budget or is covered
+    # twice, so the original's loop takes the first num_to_predict.
+    candidates = [i for i, token in enumerate(tokens)
+                  if token != cls_id and token != sep_id]
+    shuffle(rng, candidates)
+    chosen = candidates[:num_to_predict]
+
+  # The original draws while choosing; choosing draws nothing, so drawing
+  # afterwards, in the same order, draws the same numbers.
+  output_tokens = list(tokens)
+  random_number, size = rng.random, vocab.size
+  for index in chosen:
+    if random_number() < 0.8:
+      output_tokens[index] = vocab.mask_id
+    elif random_number() < 0.5:
+      pass  # kept as it is, but still predicted
+    else:
+      output_tokens[index] = rng.randint(0, size - 1)
+  positions = sorted(chosen)
+  return output_tokens, positions, [tokens[i] for i in positions]
+
+
+def _whole_word_positions(tokens, num_to_predict, vocab, rng):
+  """Positions whole-word masking predicts, in the order it picks them."""
   cand_indexes = []
   for i, token in enumerate(tokens):
     if token == vocab.cls_id or token == vocab.sep_id:
       continue
     # As the original, a continuation right after [SEP] joins the word
     # before the [SEP].
-    if (do_whole_word_mask and cand_indexes and
-        vocab.is_continuation[token]):
+    if cand_indexes and vocab.is_continuation[token]:
       cand_indexes[-1].append(i)
     else:
       cand_indexes.append([i])
-  rng.shuffle(cand_indexes)
-
-  output_tokens = list(tokens)
-  num_to_predict = min(max_predictions_per_seq,
-                       max(1, int(round(len(tokens) * masked_lm_prob))))
-  masked_lms = []
+  shuffle(rng, cand_indexes)
+  chosen = []
   covered_indexes = set()
   for index_set in cand_indexes:
-    if len(masked_lms) >= num_to_predict:
+    if len(chosen) >= num_to_predict:
       break
     # A whole word that would overshoot the budget is skipped, not cut.
-    if len(masked_lms) + len(index_set) > num_to_predict:
+    if len(chosen) + len(index_set) > num_to_predict:
       continue
     if any(index in covered_indexes for index in index_set):
       continue
-    for index in index_set:
-      covered_indexes.add(index)
-      if rng.random() < 0.8:
-        masked_token = vocab.mask_id
-      elif rng.random() < 0.5:
-        masked_token = tokens[index]
-      else:
-        masked_token = rng.randint(0, vocab.size - 1)
-      output_tokens[index] = masked_token
-      masked_lms.append((index, tokens[index]))
-  masked_lms.sort()
-  return (output_tokens, [index for index, _ in masked_lms],
-          [label for _, label in masked_lms])
+    covered_indexes.update(index_set)
+    chosen.extend(index_set)
+  return chosen
 
 
 def create_instances_from_document(all_documents, document_index, options,
