@@ -1,11 +1,11 @@
 """create_pretraining_data at corpus scale: ours (1 and N workers) vs the port.
 
 Builds a corpus of at least --megabytes from ../shared/data/corpus (the
-Gutenberg and WikiText-2 pre-training files, repeated), then runs, with the
-same flags, tf-models-official's port of the original script and ours with
-1 and 2 workers; then ours with 2 workers on a corpus twice as large, to show
-whether its memory stays flat. Prints wall time, peak RSS (summed over the
-process tree, sampled every 0.1 s) and ratios.
+Gutenberg and WikiText-2 pre-training files, repeated) and one twice as
+large, then runs on each, with the same flags, tf-models-official's port of
+the original script and ours with 1 and 2 workers. Prints wall time, peak
+RSS (summed over the process tree, sampled every 0.1 s) and ratios; the
+last line shows whether memory stays flat as the corpus doubles.
 
   .venv/bin/python benchmarks/bench_create_pretraining_data.py [--megabytes=20]
 """
@@ -88,19 +88,26 @@ def main():
       return seconds, rss
 
     print("dupe_factor=2, max_seq_length=128, %d CPUs" % os.cpu_count())
-    port = run("tf-models-official port", 1,
-               [python, "-m", "official.nlp.data.create_pretraining_data"])
     script = [python, os.path.join(REPO, "create_pretraining_data.py")]
-    one = run("ours, 1 worker", 1, script)
-    two = run("ours, 2 workers", 1, script + ["--num_workers=2"])
-    two_big = run("ours, 2 workers, corpus x2", 2,
-                  script + ["--num_workers=2"])
-    print("speed-up vs port: 1 worker %.2fx, 2 workers %.2fx" %
-          (port[0] / one[0], port[0] / two[0]))
-    print("peak RSS vs port: 1 worker %.2fx, 2 workers %.2fx" %
-          (one[1] / port[1], two[1] / port[1]))
+    results = {}
+    for scale in (1, 2):
+      results["port", scale] = run("tf-models-official port", scale, [
+          python, "-m", "official.nlp.data.create_pretraining_data"])
+      for workers in (1, 2):
+        results[workers, scale] = run(
+            "ours, %d worker%s" % (workers, "s" * (workers > 1)), scale,
+            script + ["--num_workers=%d" % workers])
+    for scale in (1, 2):
+      port_seconds, port_rss = results["port", scale]
+      for workers in (1, 2):
+        seconds, rss = results[workers, scale]
+        print("%.1f MB, %d worker%s: speed-up vs port %.2fx, peak RSS vs "
+              "port %.2fx" % (corpora[scale][1], workers,
+                              "s" * (workers > 1), port_seconds / seconds,
+                              rss / port_rss))
     print("2 workers, corpus x2 vs x1: peak RSS %.2fx, time %.2fx" %
-          (two_big[1] / two[1], two_big[0] / two[0]))
+          (results[2, 2][1] / results[2, 1][1],
+           results[2, 2][0] / results[2, 1][0]))
 
 
 if __name__ == "__main__":

@@ -3,15 +3,17 @@
 Words are counted with this package's own word splitter (the original
 BasicTokenizer), so the learned pieces are exactly those FullTokenizer will
 look up; TensorFlow Text's bert_vocab_from_dataset would split words with
-its own BertTokenizer normalisation instead.
+its own BertTokenizer normalisation instead. The learner is TensorFlow
+Text's algorithm, vectorized (wordpiece_learner.py): the same vocab, tens of
+times faster.
 """
 
 import collections
 
 import tensorflow as tf
-from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
 from tokenization import graph
+from tokenization import wordpiece_learner
 
 
 def reserved_tokens(num_unused=0):
@@ -39,14 +41,16 @@ def count_words(lines, do_lower_case, batch_size=4096, progress=None):
     collections.Counter str -> int.
   """
   split = tf.function(lambda texts: graph.split_words(texts, do_lower_case),
-                      input_signature=[tf.TensorSpec([None], tf.string)])
+                      input_signature=[tf.TensorSpec([None], tf.string)],
+                      autograph=False)
+  # Counted as bytes (Counter's C loop), decoded once per distinct word.
   counts = collections.Counter()
   batch = []
   done_bytes = 0
 
   def flush():
-    words = split(tf.constant(batch, tf.string)).flat_values.numpy()
-    counts.update(w.decode("utf-8") for w in words)
+    counts.update(split(tf.constant(batch, tf.string)).flat_values.numpy()
+                  .tolist())
     batch.clear()
     if progress:
       progress(done_bytes, counts)
@@ -59,7 +63,8 @@ def count_words(lines, do_lower_case, batch_size=4096, progress=None):
       flush()
   if batch:
     flush()
-  return counts
+  return collections.Counter(
+      {word.decode("utf-8"): count for word, count in counts.items()})
 
 
 def learn_vocab(word_counts, vocab_size, num_unused=0, max_unique_chars=1000):
@@ -83,5 +88,6 @@ def learn_vocab(word_counts, vocab_size, num_unused=0, max_unique_chars=1000):
                      "tokens." % (vocab_size, len(reserved)))
   # lower_thresh 1 (the learner's default is 10) lets the threshold search
   # reach the target size on small corpora too.
-  return learner.learn(word_counts, vocab_size, reserved, lower_thresh=1,
-                       max_unique_chars=max_unique_chars)
+  return wordpiece_learner.learn(word_counts, vocab_size, reserved,
+                                 lower_thresh=1,
+                                 max_unique_chars=max_unique_chars)
