@@ -161,8 +161,17 @@ class GraphTokenizer(tf.Module):
       int64 RaggedTensor [B, (wordpieces)].
     """
     texts = tf.convert_to_tensor(texts, tf.string)
-    rows = tf.range(tf.size(texts, out_type=tf.int64))
     is_fast = tf.strings.regex_full_match(texts, _FAST_PATH)
+    # A batch of plain ASCII (most of many corpora) skips the split and
+    # the re-ordering gather.
+    return tf.cond(
+        tf.reduce_all(is_fast),
+        lambda: tf.cast(self._fast.tokenize(texts), tf.int64),
+        lambda: self._mixed_ids(texts, is_fast, valid_utf8))
+
+  def _mixed_ids(self, texts, is_fast, valid_utf8):
+    """tokenize_ids of a batch with rows on both paths."""
+    rows = tf.range(tf.size(texts, out_type=tf.int64))
     fast_rows = tf.boolean_mask(rows, is_fast)
     exact_rows = tf.boolean_mask(rows, ~is_fast)
     fast = self._fast.tokenize(tf.gather(texts, fast_rows))
