@@ -10,6 +10,7 @@ index) and keeps documents in a fraction of the memory.
 
 import array
 import collections
+import contextlib
 import mmap
 import struct
 import tempfile
@@ -331,20 +332,33 @@ class _Spill(object):
 
   def __init__(self, directory=None):
     self._file = tempfile.TemporaryFile(dir=directory)
+    self._directory = directory or tempfile.gettempdir()
     self._offsets = array.array("q")
     self._size = 0
 
   def __len__(self):
     return len(self._offsets)
 
+  @contextlib.contextmanager
+  def _named_errors(self):
+    """The file has no name (deleted on close): write errors name its
+    directory, so that a full disk is reported where it is."""
+    try:
+      yield
+    except OSError as e:
+      raise OSError(e.errno, e.strerror, "temporary records in %s" %
+                    self._directory) from None
+
   def append(self, record):
     self._offsets.append(self._size)
-    self._file.write(struct.pack("<I", len(record)))
-    self._file.write(record)
+    with self._named_errors():
+      self._file.write(struct.pack("<I", len(record)))
+      self._file.write(record)
     self._size += 4 + len(record)
 
   def read_in_order(self, order):
-    self._file.flush()
+    with self._named_errors():
+      self._file.flush()
     if not self._size:
       return
     with mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) as data:
@@ -354,7 +368,8 @@ class _Spill(object):
         yield data[start + 4:start + 4 + length]
 
   def close(self):
-    self._file.close()
+    with self._named_errors():
+      self._file.close()
 
 
 def create_training_records(documents, options, vocab, dupe_factor, rng,
