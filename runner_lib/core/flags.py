@@ -258,10 +258,12 @@ def warn_long_warmup(num_train_steps, num_warmup_steps):
   """Warns where warm-up outlasts training: the learning rate never reaches
   --learning_rate (the original ran so, silently)."""
   if num_warmup_steps > num_train_steps:
+    # The last update, at step num_train_steps - 1, is still warming up.
     logging.warning(
         "--num_warmup_steps=%d is longer than the run (%d steps): the "
-        "learning rate stops at %.3g of --learning_rate.", num_warmup_steps,
-        num_train_steps, num_train_steps / num_warmup_steps)
+        "learning rate never exceeds %.2g x --learning_rate.",
+        num_warmup_steps, num_train_steps,
+        (num_train_steps - 1) / num_warmup_steps)
 
 
 def per_replica_batch(name, strategy):
