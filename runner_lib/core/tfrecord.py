@@ -73,23 +73,28 @@ class RoundRobinWriter(object):
     """Completes the files and renames them into place.
 
     Raises:
-      errors.OutputError: a file cannot be renamed (the temporary files
-        are removed).
+      errors.OutputError: a file cannot be completed (a full disk) or
+        renamed; the temporary files are removed.
     """
-    for writer in self._writers:
-      writer.close()
-    self._writers = []
-    for temporary, path in zip(self._temporary, self.output_files):
-      try:
+    path = None
+    try:
+      for writer, path in zip(self._writers, self.output_files):
+        writer.close()
+      self._writers = []
+      for temporary, path in zip(self._temporary, self.output_files):
         tf.io.gfile.rename(temporary, path, overwrite=True)
-      except (tf.errors.OpError, OSError) as e:
-        self.abort()
-        raise errors.OutputError("Cannot write output file %s: %s." %
-                                 (path, fileio.reason(e))) from None
+    except (tf.errors.OpError, OSError) as e:
+      self.abort()
+      raise errors.OutputError("Cannot write output file %s: %s." %
+                               (path, fileio.reason(e))) from None
 
   def abort(self):
+    """Deletes the temporary files."""
     for writer in self._writers:
-      writer.close()
+      try:
+        writer.close()
+      except (tf.errors.OpError, OSError):
+        pass  # The file is deleted below; the first error is the story.
     self._writers = []
     for temporary in self._temporary:
       if tf.io.gfile.exists(temporary):
