@@ -30,6 +30,7 @@ from runner_lib.core import fileio
 from runner_lib.core import flags as runner_flags
 from runner_lib.core import tfrecord
 from runner_lib.ner import data as ner_data
+from runner_lib.serving import export
 from runner_lib.squad import data as squad_data
 from runner_lib.squad import options as squad_options
 from runner_lib.swag import data as swag_data
@@ -170,6 +171,11 @@ def test_read_only_output_dir(tmp_path, read_only_dir):
   assert str(error.value) == (
       "Cannot write output file %s (--output_file): %s." %
       (read_only_dir / "x.jsonl", reason))
+  # export_saved_model.py writes the model beside --export_dir first.
+  with pytest.raises(errors.OutputError) as error:
+    export.check_export_dir(str(read_only_dir / "model"), overwrite=False)
+  assert str(error.value) == ("Cannot write --export_dir %s: %s." %
+                              (read_only_dir / "model", reason))
   assert not os.listdir(read_only_dir)
 
 

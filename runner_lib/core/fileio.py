@@ -37,7 +37,7 @@ def check_output_dir(path, flag="output_dir"):
   if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
     raise errors.OutputError("--%s %s is a file, not a directory." %
                              (flag, path))
-  _check_writable(path, "Cannot write to --%s %s" % (flag, path))
+  check_writable(path, "Cannot write to --%s %s" % (flag, path))
 
 
 def check_output_file(path, flag="output_file"):
@@ -51,12 +51,17 @@ def check_output_file(path, flag="output_file"):
   culprit = "Cannot write output file %s (--%s)" % (path, flag)
   if tf.io.gfile.isdir(path):
     raise errors.OutputError("%s: it is a directory." % culprit)
-  _check_writable(os.path.dirname(path) or ".", culprit)
+  check_writable(os.path.dirname(path) or ".", culprit)
 
 
-def _check_writable(directory, culprit):
-  """Writes and removes a probe file in directory or, where it does not
-  exist yet, in its nearest existing ancestor.
+def check_writable(directory, culprit):
+  """Checks that files can be made in directory: writes and removes a probe
+  file there or, where it does not exist yet, in its nearest existing
+  ancestor.
+
+  Args:
+    directory: str, any tf.io.gfile path.
+    culprit: str, the start of the message: what cannot be written.
 
   Raises:
     errors.OutputError: "culprit: reason".
