@@ -338,7 +338,8 @@ def test_non_utf8_data_files_name_the_line(tmp_path):
   swag.mkdir()
   (swag / "train.csv").write_bytes(
       b",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,"
-      b"ending1,ending2,ending3,label\n0,v,1,a b,a," + bad + b",gold,c,d,e,f,0\n")
+      b"ending1,ending2,ending3,label\n0,v,1,a b,a," + bad +
+      b",gold,c,d,e,f,0\n")
   conll = tmp_path / "conll"
   conll.mkdir()
   (conll / "train.txt").write_bytes(b"-DOCSTART- O\n\nEU B-ORG\n" + bad +

@@ -165,10 +165,11 @@ def cleaned_on_failure(directory):
   Removed are the files the body wrote (new, or rewritten since entry)
   that only served the failed run: temporary files (*.tmp-PID, TensorFlow's
   *.tempstate*), checkpoint data without its index, and record files
-  (*.tf_record, which every run writes anew); its TensorBoard event files too where it saved no checkpoint (they
-  would chart steps that no checkpoint holds); and directory itself if the
-  body created it and left it empty. Checkpoints and complete results
-  stay. A clean exit (SystemExit with status 0) is not a failure.
+  (*.tf_record, which every run writes anew); its TensorBoard event files
+  too where it saved no checkpoint (they would chart steps that no
+  checkpoint holds); and directory itself if the body created it and left
+  it empty. Checkpoints and complete results stay. A clean exit
+  (SystemExit with status 0) is not a failure.
 
   Args:
     directory: str, the run's output directory (any tf.io.gfile path).
@@ -196,8 +197,8 @@ def _remove_leftovers(directory, before, existed):
                          name.endswith(".index") for name in written)
   pid = os.getpid()
   for name in written:
-    if _is_leftover(name, pid, after) or (name.startswith("events.out.tfevents.")
-                                   and not saved_checkpoint):
+    events = name.startswith("events.out.tfevents.")
+    if _is_leftover(name, pid, after) or (events and not saved_checkpoint):
       tf.io.gfile.remove(os.path.join(directory, name))
       logging.info("Removed %s, left by the failed run.",
                    os.path.join(directory, name))
