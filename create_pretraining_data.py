@@ -24,6 +24,7 @@ from absl import logging
 import tensorflow as tf
 
 from runner_lib.core import errors
+from runner_lib.core import fileio
 from runner_lib.core import text_input
 from runner_lib.core import tfrecord
 from runner_lib.pretraining import data as pretraining_data
@@ -80,7 +81,8 @@ def check_flags():
     pretraining_instances.InstanceOptions.
 
   Raises:
-    errors.InputError: naming the flag.
+    errors.InputError: naming the flag (errors.OutputError: an
+      --output_file cannot be written).
   """
   if FLAGS.max_seq_length < 5:
     raise errors.InputError(
@@ -96,6 +98,8 @@ def check_flags():
     if FLAGS[name].value < 1:
       raise errors.InputError("--%s must be at least 1, got %d." %
                               (name, FLAGS[name].value))
+  for path in FLAGS.output_file.split(","):
+    fileio.check_output_file(path)
   expected = int(round(FLAGS.max_seq_length * FLAGS.masked_lm_prob))
   if FLAGS.max_predictions_per_seq < expected:
     logging.warning(

@@ -59,7 +59,8 @@ def check_flags():
     (bert_config, tokenizer, layer_indexes, checkpoint prefix).
 
   Raises:
-    errors.InputError, modeling.ConfigError, modeling.CheckpointError.
+    errors.InputError (errors.OutputError: --output_file cannot be
+      written), modeling.ConfigError, modeling.CheckpointError.
   """
   config, tokenizer = runner_flags.config_and_tokenizer()
   runner_flags.check_positive(("batch_size",))
@@ -68,6 +69,10 @@ def check_flags():
   if not tf.io.gfile.exists(FLAGS.input_file):
     raise errors.InputError("input_file %s does not exist." %
                             FLAGS.input_file)
+  if not tf.io.gfile.stat(FLAGS.input_file).length:
+    raise errors.InputError("input_file %s is empty: no lines to extract "
+                            "features of." % FLAGS.input_file)
+  fileio.check_output_file(FLAGS.output_file)
   return config, tokenizer, layer_indexes, checkpoint
 
 

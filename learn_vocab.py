@@ -40,11 +40,15 @@ flags.DEFINE_integer("max_unique_chars", 1000,
 
 
 def main(_):
+  if FLAGS.num_unused < 0:
+    raise errors.InputError("--num_unused must be >= 0, got %d." %
+                            FLAGS.num_unused)
   if FLAGS.vocab_size <= len(vocab_learning.reserved_tokens(FLAGS.num_unused)):
     raise errors.InputError(
         "--vocab_size=%d leaves no room beside %d reserved tokens." %
         (FLAGS.vocab_size,
          len(vocab_learning.reserved_tokens(FLAGS.num_unused))))
+  fileio.check_output_file(FLAGS.output_file)
   files = text_input.expand_globs(FLAGS.input_file)
   total_bytes = sum(tf.io.gfile.stat(f).length for f in files)
   counter = progress.Progress("Counting words", total_bytes / 1e6)

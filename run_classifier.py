@@ -22,7 +22,6 @@ from runner_lib.classifier import features
 from runner_lib.classifier import predictions
 from runner_lib.classifier import task as classifier_task
 from runner_lib.core import distribute
-from runner_lib.core import errors
 from runner_lib.core import flags as runner_flags
 
 FLAGS = flags.FLAGS
@@ -82,4 +81,4 @@ def main(_):
 if __name__ == "__main__":
   flags.mark_flags_as_required(["data_dir", "task_name", "vocab_file",
                                 "bert_config_file", "output_dir"])
-  errors.run(main)
+  runner_flags.run(main)

@@ -23,7 +23,6 @@ from absl import logging
 import numpy as np
 
 from runner_lib.core import distribute
-from runner_lib.core import errors
 from runner_lib.core import flags as runner_flags
 from runner_lib.ner import data
 from runner_lib.ner import evaluation
@@ -119,4 +118,4 @@ def main(_):
 if __name__ == "__main__":
   flags.mark_flags_as_required(["data_dir", "vocab_file", "bert_config_file",
                                 "output_dir"])
-  errors.run(main)
+  runner_flags.run(main)

@@ -74,6 +74,10 @@ def check_flags():
                               ("num_train_steps", "max_eval_steps"))
   if FLAGS.num_warmup_steps < 0:
     raise errors.InputError("--num_warmup_steps must be >= 0.")
+  runner_flags.check_learning_flags()
+  if FLAGS.do_train:
+    runner_flags.warn_long_warmup(FLAGS.num_train_steps,
+                                  FLAGS.num_warmup_steps)
   files = text_input.expand_globs(FLAGS.input_file)
   task = pretraining_task.PretrainingTask(config, FLAGS.max_seq_length,
                                           FLAGS.max_predictions_per_seq,
@@ -87,6 +91,7 @@ def check_flags():
        "masked_lm_weights": "max_predictions_per_seq"})
   if FLAGS.init_checkpoint:
     modeling.resolve_checkpoint_path(FLAGS.init_checkpoint)
+  fileio.check_output_dir(FLAGS.output_dir)
   return task, files
 
 
@@ -121,4 +126,4 @@ def main(_):
 if __name__ == "__main__":
   flags.mark_flags_as_required(["input_file", "bert_config_file",
                                 "output_dir"])
-  errors.run(main)
+  runner_flags.run(main)

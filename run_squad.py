@@ -72,9 +72,11 @@ def check_flags():
     raise errors.InputError(
         "If `do_predict` is True, then `predict_file` must be specified.")
   runner_flags.check_positive(runner_flags.POSITIVE_TRAINING_FLAGS)
+  runner_flags.check_learning_flags()
   runner_flags.check_trim_flags()
   config, tokenizer = runner_flags.config_and_tokenizer()
   squad_options.check_flags()
+  fileio.check_output_dir(FLAGS.output_dir)
   return config, tokenizer
 
 
@@ -176,4 +178,4 @@ def main(_):
 if __name__ == "__main__":
   flags.mark_flags_as_required(["vocab_file", "bert_config_file",
                                 "output_dir"])
-  errors.run(main)
+  runner_flags.run(main)

@@ -21,7 +21,6 @@ import os
 from absl import flags
 
 from runner_lib.core import distribute
-from runner_lib.core import errors
 from runner_lib.core import flags as runner_flags
 from runner_lib.core import metrics
 from runner_lib.swag import data
@@ -86,4 +85,4 @@ def main(_):
 if __name__ == "__main__":
   flags.mark_flags_as_required(["data_dir", "vocab_file", "bert_config_file",
                                 "output_dir"])
-  errors.run(main)
+  runner_flags.run(main)

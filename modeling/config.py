@@ -9,19 +9,20 @@ import tensorflow as tf
 # The activations the original modeling.get_activation accepts.
 KNOWN_ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
 
-# Field defaults of the original BertConfig; vocab_size has none.
-_DEFAULTS = {
-    "hidden_size": 768,
-    "num_hidden_layers": 12,
-    "num_attention_heads": 12,
-    "intermediate_size": 3072,
-    "hidden_act": "gelu",
-    "hidden_dropout_prob": 0.1,
-    "attention_probs_dropout_prob": 0.1,
-    "max_position_embeddings": 512,
-    "type_vocab_size": 16,
-    "initializer_range": 0.02,
-}
+# The keys of bert_config.json: every config Google released (2018's
+# BERT-Base/Large, cased and uncased, multilingual, Chinese, whole word
+# masking; 2020's small BERTs) carries all eleven. A file lacking one is an
+# error, not a default: the original's from_dict silently kept the default
+# (hidden_size 768, ...), which then fails far away, at the checkpoint.
+REQUIRED_KEYS = ("attention_probs_dropout_prob", "hidden_act",
+                 "hidden_dropout_prob", "hidden_size", "initializer_range",
+                 "intermediate_size", "max_position_embeddings",
+                 "num_attention_heads", "num_hidden_layers", "type_vocab_size",
+                 "vocab_size")
+
+# An unknown key this close (in edit distance) to a known one is taken for
+# a misspelling of it, not for one of the extras released configs carry.
+_TYPO_DISTANCE = 2
 
 _SIZE_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers",
                 "num_attention_heads", "intermediate_size",
@@ -125,27 +126,38 @@ class BertConfig(object):
     """Builds a config from a dict of bert_config.json keys.
 
     Args:
-      json_object: dict; must hold vocab_size, other fields default as in the
-        original.
+      json_object: dict holding every key of REQUIRED_KEYS; other keys are
+        kept in `extra`.
       source: str naming the origin, used in error messages.
 
     Returns:
       A validated BertConfig.
 
     Raises:
-      ConfigError: not a dict, or a field is invalid.
+      ConfigError: not a dict, a key missing, an unknown key that looks
+        like a misspelt known one (within edit distance 2, e.g.
+        "hiden_size"), or a field is invalid.
     """
     if not isinstance(json_object, dict):
       raise ConfigError("%s: expected a JSON object, got %s." %
                         (source, type(json_object).__name__))
-    known = {"vocab_size": None}
-    known.update(_DEFAULTS)
-    fields = {k: json_object.get(k, v) for k, v in known.items()}
-    extra = {k: v for k, v in json_object.items() if k not in known}
+    extra = {k: v for k, v in json_object.items() if k not in REQUIRED_KEYS}
+    for key in sorted(extra):
+      distance, known = min((_edit_distance(key, k), k) for k in REQUIRED_KEYS)
+      if distance <= _TYPO_DISTANCE:
+        raise ConfigError("%s: unknown key %r: did you mean %s?" %
+                          (source, key, known))
+    missing = [k for k in REQUIRED_KEYS if k not in json_object]
+    if missing:
+      raise ConfigError("%s: required field%s %s %s missing." % (
+          source, "s" if len(missing) > 1 else "",
+          ", ".join(repr(k) for k in missing),
+          "are" if len(missing) > 1 else "is"))
     if extra:
       logging.info("%s: keeping keys the original BertConfig does not use: %s",
                    source, ", ".join(sorted(extra)))
-    return cls(extra=extra, source=source, **fields)
+    return cls(extra=extra, source=source,
+               **{k: json_object[k] for k in REQUIRED_KEYS})
 
   @classmethod
   def from_json_file(cls, json_file):
@@ -190,3 +202,16 @@ class BertConfig(object):
   def __repr__(self):
     return "BertConfig(%s)" % ", ".join(
         "%s=%r" % kv for kv in sorted(self.to_dict().items()))
+
+
+def _edit_distance(a, b):
+  """Levenshtein distance: the fewest inserted, deleted or replaced
+  characters that turn a into b."""
+  previous = list(range(len(b) + 1))
+  for i, char_a in enumerate(a, 1):
+    current = [i]
+    for j, char_b in enumerate(b, 1):
+      current.append(min(previous[j] + 1, current[j - 1] + 1,
+                         previous[j - 1] + (char_a != char_b)))
+    previous = current
+  return previous[-1]

@@ -1,6 +1,7 @@
 """BertConfig: original fields and defaults, JSON round trip, validation."""
 
 import json
+import os
 
 import pytest
 
@@ -103,3 +104,74 @@ def test_invalid_field_names_file_and_field(tmp_path, field, value, message):
 
 def test_activation_names_are_case_insensitive():
   assert BertConfig(vocab_size=5, hidden_act="GELU").hidden_act == "GELU"
+
+
+@pytest.mark.parametrize("typo,known", [
+    ("hiden_size", "hidden_size"),
+    ("num_hidden_layer", "num_hidden_layers"),
+    ("vocab_sise", "vocab_size"),
+    ("Hidden_Size", "hidden_size"),
+    ("intermediatesize", "intermediate_size"),
+    ("initializer_rnage", "initializer_range"),  # a swap: two edits
+])
+def test_misspelt_key_is_an_error_naming_the_file(tmp_path, typo, known):
+  obj = dict(BASE_JSON)
+  obj[typo] = obj.pop(known)
+  path = write(tmp_path, obj)
+  with pytest.raises(ConfigError) as error:
+    BertConfig.from_json_file(path)
+  assert str(error.value) == (
+      "bert_config_file %s: unknown key %r: did you mean %s?" %
+      (path, typo, known))
+
+
+def test_misspelt_key_beside_the_right_one_is_still_an_error(tmp_path):
+  # The typo would be silently ignored while the file looks right.
+  path = write(tmp_path, dict(BASE_JSON, hiden_size=32))
+  with pytest.raises(ConfigError, match="unknown key 'hiden_size': did you "
+                     "mean hidden_size"):
+    BertConfig.from_json_file(path)
+
+
+def test_keys_further_than_two_edits_are_extras(tmp_path):
+  # Keys other tools write beside the original's: none is a near miss.
+  extra = {"model_type": "bert", "layer_norm_eps": 1e-12,
+           "pad_token_id": 0, "position_embedding_type": "absolute",
+           "architectures": ["BertForMaskedLM"]}
+  config = BertConfig.from_json_file(write(tmp_path, dict(BASE_JSON, **extra)))
+  assert config.extra == extra
+  with pytest.raises(ConfigError, match="'hidden_size_': did you mean "
+                     "hidden_size"):
+    BertConfig.from_dict(dict(BASE_JSON, hidden_size_=1))
+
+
+@pytest.mark.parametrize("key", sorted(BASE_JSON))
+def test_every_released_key_is_required(tmp_path, key):
+  obj = dict(BASE_JSON)
+  del obj[key]
+  path = write(tmp_path, obj)
+  with pytest.raises(ConfigError) as error:
+    BertConfig.from_json_file(path)
+  assert str(error.value) == (
+      "bert_config_file %s: required field %r is missing." % (path, key))
+
+
+def test_all_missing_keys_are_named():
+  with pytest.raises(ConfigError) as error:
+    BertConfig.from_dict({"vocab_size": 10, "hidden_size": 32}, source="x")
+  assert str(error.value) == (
+      "x: required fields 'attention_probs_dropout_prob', 'hidden_act', "
+      "'hidden_dropout_prob', 'initializer_range', 'intermediate_size', "
+      "'max_position_embeddings', 'num_attention_heads', "
+      "'num_hidden_layers', 'type_vocab_size' are missing.")
+
+
+def test_the_demo_config_loads():
+  # demo/run_demo.sh writes its bert_config.json from a here-document.
+  with open(os.path.join(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__))), "demo", "run_demo.sh")) as f:
+    script = f.read()
+  text = script.split('bert_config.json" <<JSON\n')[1].split("\nJSON\n")[0]
+  config = BertConfig.from_dict(
+      json.loads(text.replace("$VOCAB_SIZE", "3000")), source="demo")
+  assert (config.hidden_size, config.vocab_size) == (128, 3000)

@@ -139,7 +139,7 @@ def test_trains_and_predicts_on_real_squad(shared_data, tmp_path):
                                    "dev-v1.1.subset-Super_Bowl_50.json"),
       "train_batch_size": 16, "learning_rate": "1e-3",
       "num_train_epochs": "2.0", "max_seq_length": 128, "doc_stride": 64,
-      "predict_batch_size": 64, "output_dir": out})
+      "max_query_length": 32, "predict_batch_size": 64, "output_dir": out})
   assert result.returncode == 0, result.stderr[-3000:]
   # 269 questions, batch 16, 2 epochs: int(269 / 16 * 2) = 33 steps; the
   # loss falls from ln(128) = 4.85 (uniform positions).
@@ -196,8 +196,9 @@ def test_squad2_threshold_reported_is_the_one_to_use(shared_data, tmp_path):
           "init_checkpoint": prefix, "do_predict": "true",
           "predict_file": os.path.join(
               shared_data, "squad", "dev-v2.0.subset-first5articles.json"),
-          "max_seq_length": 128, "doc_stride": 64, "predict_batch_size": 64,
-          "version_2_with_negative": "true", "output_dir": tmp_path / "a"}
+          "max_seq_length": 128, "doc_stride": 64, "max_query_length": 32,
+          "predict_batch_size": 64, "version_2_with_negative": "true",
+          "output_dir": tmp_path / "a"}
   result = run(args)
   assert result.returncode == 0, result.stderr[-3000:]
   first = read_results(tmp_path / "a" / "eval_results.txt")
@@ -230,7 +231,8 @@ def test_bad_input_is_named_and_leaves_nothing(tmp_path):
   base = {"vocab_file": data / "vocab.txt",
           "bert_config_file": data / "bert_config.json", "do_predict": "true",
           "predict_file": data / "predict.json", "max_seq_length": 24,
-          "max_query_length": 8, "output_dir": tmp_path / "out"}
+          "max_query_length": 8, "doc_stride": 6,
+          "output_dir": tmp_path / "out"}
   (data / "bad.json").write_text(json.dumps(
       {"data": [{"paragraphs": [{"context": "a", "qas": [{"id": "x"}]}]}]}))
   for overrides, message in [

@@ -90,7 +90,8 @@ def test_missing_and_non_utf8_files(tmp_path):
   with pytest.raises(errors.InputError, match="Missing data file .*test.csv"):
     data.get_test_examples(str(tmp_path))
   (tmp_path / "train.csv").write_bytes(HEADER.encode() + b"0,\xff\n")
-  with pytest.raises(errors.InputError, match="train.csv is not UTF-8"):
+  with pytest.raises(errors.InputError,
+                     match="train.csv, line 2 is not UTF-8"):
     data.get_train_examples(str(tmp_path))
 
 

@@ -14,6 +14,7 @@ from absl import logging
 import tensorflow as tf
 
 from runner_lib.core import errors
+from runner_lib.core import text_input
 
 
 class InputExample(object):
@@ -75,13 +76,15 @@ class DataProcessor(object):
 
   @classmethod
   def _read_tsv(cls, input_file):
-    """Rows of a TSV file; a UTF-8 byte-order mark is dropped."""
+    """Rows of a TSV file; a UTF-8 byte-order mark is dropped.
+
+    Raises:
+      errors.InputError: the file is missing or not UTF-8 (its line named).
+    """
     if not tf.io.gfile.exists(input_file):
       raise errors.InputError("Missing data file %s." % input_file)
-    with tf.io.gfile.GFile(input_file, "r") as f:
-      text = f.read()
-    if text.startswith("\ufeff"):
-      text = text[1:]
+    with tf.io.gfile.GFile(input_file, "rb") as f:
+      text = text_input.decode_utf8(f.read(), input_file)
     return list(csv.reader(text.splitlines(), delimiter="\t",
                            quoting=csv.QUOTE_NONE))
 

@@ -1,9 +1,13 @@
 """User-facing errors and the runner entry point that reports them."""
 
+import errno
+import os
+import re
 import sys
 
 from absl import app
 from absl import logging
+import tensorflow as tf
 
 import modeling
 
@@ -12,13 +16,63 @@ class InputError(ValueError):
   """Bad flags or input files; the message names the culprit."""
 
 
+class OutputError(InputError):
+  """An output cannot be written (a read-only or full disk, a directory in
+  the way); the message names the path."""
+
+
 # Errors whose message is the whole story: report it, skip the traceback.
 USER_ERRORS = (InputError, modeling.ConfigError, modeling.CheckpointError)
+
+# Refusals the file system can give any write in the middle of a run (a
+# full disk, a quota), after the checks before work passed.
+_WRITE_FAILURES = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
+
+# Suffixes of the temporary names outputs are written under: this
+# project's atomic writers (.tmp-PID) and TensorFlow's checkpoint writer
+# (.tempstateNNN).
+_TEMPORARY_SUFFIX = re.compile(r"\.(tmp-\d+|tempstate\d+)$")
+
+
+def write_failure(e):
+  """The one-line message for a write the file system refused, or None.
+
+  Args:
+    e: an exception: OSError or tf.errors.OpError (TensorFlow reports the
+      file as "PATH; No space left on device").
+
+  Returns:
+    str naming the file (its final name, not the temporary one) and the
+    reason, or None where e is not such a refusal.
+  """
+  if isinstance(e, OSError):
+    if e.errno not in _WRITE_FAILURES:
+      return None
+    path, reason = e.filename, e.strerror
+  elif isinstance(e, tf.errors.OpError):
+    # E.g. "{{function_node ...SaveV2...}} PATH; No space left on device
+    # [Op:SaveV2]".
+    first_line = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "",
+                        e.message.strip().split("\n")[0])
+    for code in _WRITE_FAILURES:
+      reason = os.strerror(code)
+      if "; " + reason in first_line:
+        path = first_line.rsplit("; " + reason, 1)[0]
+        break
+    else:
+      return None
+  else:
+    return None
+  if not path:
+    return "Cannot write output: %s." % reason
+  return "Cannot write %s: %s." % (
+      _TEMPORARY_SUFFIX.sub("", str(path)), reason)
 
 
 def run(main):
   """Runs `main` under absl.app; user errors print one line and exit 1.
 
+  So do writes the file system refuses mid-run (write_failure).
   Arguments left after the flags (a typo such as `--do_train true`, which
   absl reads as --do_train and a stray "true") are a usage error.
   """
@@ -31,5 +85,11 @@ def run(main):
     except USER_ERRORS as e:
       logging.error("%s", e)
       sys.exit("Error: %s" % e)
+    except (OSError, tf.errors.OpError) as e:
+      message = write_failure(e)
+      if message is None:
+        raise
+      logging.error("%s", message)
+      sys.exit("Error: %s" % message)
 
   app.run(guarded)

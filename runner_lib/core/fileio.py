@@ -1,12 +1,91 @@
-"""Output files that appear whole or not at all."""
+"""Output files that appear whole or not at all, and output locations
+checked before any work."""
 
 import contextlib
 import os
+import re
 
 from absl import logging
 import tensorflow as tf
 
 from runner_lib.core import errors
+
+
+def reason(e):
+  """The file system's reason in an OSError or tf.errors.OpError, without
+  the path TensorFlow puts first ("PATH; Permission denied")."""
+  if isinstance(e, OSError) and e.strerror:
+    return e.strerror
+  message = re.sub(r"\s*\[Op:\w+\]$", "", getattr(e, "message", str(e)))
+  return message.rsplit("; ", 1)[-1].strip()
+
+
+def check_output_dir(path, flag="output_dir"):
+  """Checks, before any work, that `path` is a directory this process can
+  write into, or one it can create.
+
+  Nothing is created: a probe file is written and removed in `path`, or
+  where it does not exist yet, in its nearest existing ancestor.
+
+  Args:
+    path: str, any tf.io.gfile path.
+    flag: str, the flag that gave it, for the message.
+
+  Raises:
+    errors.OutputError: naming the flag and the path.
+  """
+  if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
+    raise errors.OutputError("--%s %s is a file, not a directory." %
+                             (flag, path))
+  check_writable(path, "Cannot write to --%s %s" % (flag, path))
+
+
+def check_output_file(path, flag="output_file"):
+  """Checks, before any work, that `path` can be written as a file: it is
+  not a directory, and its directory is one this process can write into or
+  create.
+
+  Raises:
+    errors.OutputError: naming the path and the flag.
+  """
+  culprit = "Cannot write output file %s (--%s)" % (path, flag)
+  if tf.io.gfile.isdir(path):
+    raise errors.OutputError("%s: it is a directory." % culprit)
+  check_writable(os.path.dirname(path) or ".", culprit)
+
+
+def check_writable(directory, culprit):
+  """Checks that files can be made in directory: writes and removes a probe
+  file there or, where it does not exist yet, in its nearest existing
+  ancestor.
+
+  Args:
+    directory: str, any tf.io.gfile path.
+    culprit: str, the start of the message: what cannot be written.
+
+  Raises:
+    errors.OutputError: "culprit: reason".
+  """
+  if "://" not in directory:
+    directory = os.path.abspath(directory)
+  existing = directory
+  while not tf.io.gfile.exists(existing):
+    parent = os.path.dirname(existing)
+    if not parent or parent == existing:
+      return
+    existing = parent
+  if not tf.io.gfile.isdir(existing):
+    raise errors.OutputError("%s: %s is a file, not a directory." %
+                             (culprit, existing))
+  probe = os.path.join(existing, ".write_probe.tmp-%d" % os.getpid())
+  try:
+    with tf.io.gfile.GFile(probe, "w") as f:
+      f.write("")
+    tf.io.gfile.remove(probe)
+  except (tf.errors.OpError, OSError) as e:
+    where = "" if existing == directory else " (in %s)" % existing
+    raise errors.OutputError("%s%s: %s." % (culprit, where,
+                                            reason(e))) from None
 
 
 @contextlib.contextmanager
@@ -24,24 +103,108 @@ def atomic_output(path, mode="w"):
     A writable file object.
 
   Raises:
-    errors.InputError: the output location cannot be written.
+    errors.OutputError: the output location cannot be written.
   """
   directory = os.path.dirname(path)
   temporary = "%s.tmp-%d" % (path, os.getpid())
   try:
+    if tf.io.gfile.isdir(path):
+      raise errors.OutputError("Cannot write output file %s: it is a "
+                               "directory." % path)
     if directory:
       tf.io.gfile.makedirs(directory)
     writer = tf.io.gfile.GFile(temporary, mode)
+    # GFile opens on the first write: open now, so that a file nothing is
+    # written to still appears (empty), and a refusal is reported here.
+    writer.write(b"" if "b" in mode else "")
   except (tf.errors.OpError, OSError) as e:
-    raise errors.InputError("Cannot write output file %s: %s" %
-                            (path, e)) from None
+    raise errors.OutputError("Cannot write output file %s: %s." %
+                             (path, reason(e))) from None
   try:
     with writer:
       yield writer
-    tf.io.gfile.rename(temporary, path, overwrite=True)
+    try:
+      tf.io.gfile.rename(temporary, path, overwrite=True)
+    except (tf.errors.OpError, OSError) as e:
+      raise errors.OutputError("Cannot write output file %s: %s." %
+                               (path, reason(e))) from None
   finally:
     if tf.io.gfile.exists(temporary):
       tf.io.gfile.remove(temporary)
+
+
+def _is_leftover(name, pid, names):
+  """Whether a file a failed run wrote in its output directory is to go:
+  temporary files, the runner's record files, checkpoint data whose index
+  was never written.
+
+  Args:
+    name: str, the file's name.
+    pid: int, this process's id (the suffix of its temporary files).
+    names: the names of all files in the directory.
+  """
+  checkpoint = re.match(r"(model\.ckpt-\d+)\.data-", name)
+  return (name.endswith(".tmp-%d" % pid) or ".tempstate" in name or
+          name.endswith(".tf_record") or
+          bool(checkpoint and checkpoint.group(1) + ".index" not in names))
+
+
+def _listing(directory):
+  """{name: modification time} of the files in directory (none if absent)."""
+  if not tf.io.gfile.isdir(directory):
+    return {}
+  return {name: tf.io.gfile.stat(os.path.join(directory, name)).mtime_nsec
+          for name in tf.io.gfile.listdir(directory)
+          if not tf.io.gfile.isdir(os.path.join(directory, name))}
+
+
+@contextlib.contextmanager
+def cleaned_on_failure(directory):
+  """Removes, when the body fails, what it left half done in directory.
+
+  Removed are the files the body wrote (new, or rewritten since entry)
+  that only served the failed run: temporary files (*.tmp-PID, TensorFlow's
+  *.tempstate*), checkpoint data without its index, and record files
+  (*.tf_record, which every run writes anew); its TensorBoard event files
+  too where it saved no checkpoint (they would chart steps that no
+  checkpoint holds); and directory itself if the body created it and left
+  it empty. Checkpoints and complete results stay. A clean exit
+  (SystemExit with status 0) is not a failure.
+
+  Args:
+    directory: str, the run's output directory (any tf.io.gfile path).
+  """
+  before = _listing(directory)
+  existed = tf.io.gfile.exists(directory)
+  try:
+    yield
+  except BaseException as e:
+    if not (isinstance(e, SystemExit) and not e.code):
+      try:
+        _remove_leftovers(directory, before, existed)
+      except (tf.errors.OpError, OSError) as cleanup_error:
+        # The run's own error is the one to report.
+        logging.warning("Could not clean %s: %s", directory,
+                        reason(cleanup_error))
+    raise
+
+
+def _remove_leftovers(directory, before, existed):
+  after = _listing(directory)
+  written = [name for name, mtime in after.items()
+             if before.get(name) != mtime]
+  saved_checkpoint = any(name.startswith("model.ckpt-") and
+                         name.endswith(".index") for name in written)
+  pid = os.getpid()
+  for name in written:
+    events = name.startswith("events.out.tfevents.")
+    if _is_leftover(name, pid, after) or (events and not saved_checkpoint):
+      tf.io.gfile.remove(os.path.join(directory, name))
+      logging.info("Removed %s, left by the failed run.",
+                   os.path.join(directory, name))
+  if not existed and tf.io.gfile.isdir(directory) and not (
+      tf.io.gfile.listdir(directory)):
+    tf.io.gfile.rmtree(directory)
 
 
 def write_eval_results(path, results):

@@ -230,6 +230,42 @@ def check_positive(names):
                               (name, FLAGS[name].value))
 
 
+def check_learning_flags():
+  """With --do_train: --learning_rate above 0 and, where the runner defines
+  them, --num_train_epochs above 0 and --warmup_proportion in [0, 1].
+
+  The original accepted any value: a negative rate climbs the loss, and 0
+  epochs still trained a step.
+
+  Raises:
+    errors.InputError: naming the flag.
+  """
+  if not FLAGS.do_train:
+    return
+  if not FLAGS.learning_rate > 0:
+    raise errors.InputError("--learning_rate must be above 0, got %s." %
+                            FLAGS.learning_rate)
+  if "num_train_epochs" in FLAGS and not FLAGS.num_train_epochs > 0:
+    raise errors.InputError("--num_train_epochs must be above 0, got %s." %
+                            FLAGS.num_train_epochs)
+  if "warmup_proportion" in FLAGS and not (
+      0.0 <= FLAGS.warmup_proportion <= 1.0):
+    raise errors.InputError("--warmup_proportion must be in [0, 1], got %s." %
+                            FLAGS.warmup_proportion)
+
+
+def warn_long_warmup(num_train_steps, num_warmup_steps):
+  """Warns where warm-up outlasts training: the learning rate never reaches
+  --learning_rate (the original ran so, silently)."""
+  if num_warmup_steps > num_train_steps:
+    # The last update, at step num_train_steps - 1, is still warming up.
+    logging.warning(
+        "--num_warmup_steps=%d is longer than the run (%d steps): the "
+        "learning rate never exceeds %.2g x --learning_rate.",
+        num_warmup_steps, num_train_steps,
+        (num_train_steps - 1) / num_warmup_steps)
+
+
 def per_replica_batch(name, strategy):
   """The global batch size in flag `name` split over the replicas.
 
@@ -288,13 +324,17 @@ def check_finetuning_flags(strategy):
 
   Raises:
     errors.InputError: no do_train / do_eval / do_predict, an integer flag
-      below 1, or a batch size that does not split over the replicas.
+      below 1, a learning flag out of range (check_learning_flags), a batch
+      size that does not split over the replicas, or an --output_dir that
+      cannot be written (fileio.check_output_dir).
   """
   if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
     raise errors.InputError("At least one of `do_train`, `do_eval` or "
                             "`do_predict' must be True.")
   check_positive(POSITIVE_TRAINING_FLAGS)
+  check_learning_flags()
   check_trim_flags()
+  fileio.check_output_dir(FLAGS.output_dir)
   for name in ("eval_batch_size", "predict_batch_size"):
     per_replica_batch(name, strategy)
   return per_replica_batch("train_batch_size", strategy)
@@ -393,3 +433,14 @@ def write_eval_results(trainer, results):
   if trainer.chief:
     fileio.write_eval_results(
         os.path.join(FLAGS.output_dir, "eval_results.txt"), results)
+
+
+def run(main):
+  """errors.run(main) for a runner with --output_dir: a failed run first
+  removes what it left half done there (fileio.cleaned_on_failure)."""
+
+  def main_cleaned_on_failure(argv):
+    with fileio.cleaned_on_failure(FLAGS.output_dir):
+      return main(argv)
+
+  errors.run(main_cleaned_on_failure)

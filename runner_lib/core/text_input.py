@@ -22,6 +22,29 @@ def expand_globs(patterns, flag_name="input_file"):
   return files
 
 
+def decode_utf8(data, path):
+  """A whole file's bytes as text, a UTF-8 byte-order mark dropped.
+
+  Args:
+    data: bytes, the file's contents.
+    path: str, the file, for the message.
+
+  Returns:
+    str.
+
+  Raises:
+    errors.InputError: naming the file and the line of the first byte that
+      is not UTF-8.
+  """
+  try:
+    text = data.decode("utf-8")
+  except UnicodeDecodeError as e:
+    raise errors.InputError("%s, line %d is not UTF-8 (%s)." %
+                            (path, data.count(b"\n", 0, e.start) + 1,
+                             e)) from None
+  return text[1:] if text.startswith("\ufeff") else text
+
+
 def read_lines(files, skip_invalid=False):
   """Yields the lines of the files, decoded, split on "\\n" only.
 

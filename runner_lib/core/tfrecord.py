@@ -5,6 +5,7 @@ import os
 import tensorflow as tf
 
 from runner_lib.core import errors
+from runner_lib.core import fileio
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -47,6 +48,10 @@ class RoundRobinWriter(object):
     options = tf.io.TFRecordOptions(compression_type="GZIP" if gzip else "")
     self._writers = []
     self.num_written = 0
+    for path in self.output_files:
+      if tf.io.gfile.isdir(path):
+        raise errors.OutputError("Cannot write output file %s: it is a "
+                                 "directory." % path)
     try:
       for path in self._temporary:
         directory = os.path.dirname(path)
@@ -55,8 +60,9 @@ class RoundRobinWriter(object):
         self._writers.append(tf.io.TFRecordWriter(path, options))
     except (tf.errors.OpError, OSError) as e:
       self.abort()
-      raise errors.InputError("Cannot write output file %s: %s" %
-                              (path.rsplit(".tmp-", 1)[0], e)) from None
+      raise errors.OutputError("Cannot write output file %s: %s." %
+                               (path.rsplit(".tmp-", 1)[0],
+                                fileio.reason(e))) from None
 
   def write(self, record):
     """Writes one serialized record to the next file in turn."""
@@ -64,15 +70,31 @@ class RoundRobinWriter(object):
     self.num_written += 1
 
   def close(self):
-    for writer in self._writers:
-      writer.close()
-    for temporary, path in zip(self._temporary, self.output_files):
-      tf.io.gfile.rename(temporary, path, overwrite=True)
-    self._writers = []
+    """Completes the files and renames them into place.
+
+    Raises:
+      errors.OutputError: a file cannot be completed (a full disk) or
+        renamed; the temporary files are removed.
+    """
+    path = None
+    try:
+      for writer, path in zip(self._writers, self.output_files):
+        writer.close()
+      self._writers = []
+      for temporary, path in zip(self._temporary, self.output_files):
+        tf.io.gfile.rename(temporary, path, overwrite=True)
+    except (tf.errors.OpError, OSError) as e:
+      self.abort()
+      raise errors.OutputError("Cannot write output file %s: %s." %
+                               (path, fileio.reason(e))) from None
 
   def abort(self):
+    """Deletes the temporary files."""
     for writer in self._writers:
-      writer.close()
+      try:
+        writer.close()
+      except (tf.errors.OpError, OSError):
+        pass  # The file is deleted below; the first error is the story.
     self._writers = []
     for temporary in self._temporary:
       if tf.io.gfile.exists(temporary):

@@ -311,20 +311,33 @@ class _Spill(object):
 
   def __init__(self, directory=None):
     self._file = tempfile.TemporaryFile(dir=directory)
+    self._directory = directory or tempfile.gettempdir()
     self._offsets = array.array("q")
     self._size = 0
 
   def __len__(self):
     return len(self._offsets)
 
+  def _named(self, error):
+    """The file has no name (deleted on close): a write error names its
+    directory, so that a full disk is reported where it is."""
+    return OSError(error.errno, error.strerror,
+                   "temporary records in %s" % self._directory)
+
   def append(self, record):
     self._offsets.append(self._size)
-    self._file.write(struct.pack("<I", len(record)))
-    self._file.write(record)
+    try:
+      self._file.write(struct.pack("<I", len(record)))
+      self._file.write(record)
+    except OSError as e:
+      raise self._named(e) from None
     self._size += 4 + len(record)
 
   def read_in_order(self, order):
-    self._file.flush()
+    try:
+      self._file.flush()
+    except OSError as e:
+      raise self._named(e) from None
     if not self._size:
       return
     with mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) as data:
@@ -334,7 +347,10 @@ class _Spill(object):
         yield data[start + 4:start + 4 + length]
 
   def close(self):
-    self._file.close()
+    try:
+      self._file.close()
+    except OSError as e:
+      raise self._named(e) from None
 
 
 def create_training_records(documents, options, vocab, dupe_factor, rng,

@@ -7,10 +7,12 @@ from absl import logging
 import tensorflow as tf
 
 from runner_lib.core import errors
+from runner_lib.core import fileio
 
 
 def check_export_dir(export_dir, overwrite):
-  """Refuses an existing non-empty export_dir unless overwrite.
+  """Refuses an existing non-empty export_dir unless overwrite, and one
+  whose parent cannot be written (the model is written beside it first).
 
   Raises:
     errors.InputError: naming the directory.
@@ -23,6 +25,8 @@ def check_export_dir(export_dir, overwrite):
   elif tf.io.gfile.exists(export_dir) and not tf.io.gfile.isdir(export_dir):
     raise errors.InputError("--export_dir %s exists and is not a directory." %
                             export_dir)
+  fileio.check_writable(os.path.dirname(export_dir) or ".",
+                        "Cannot write --export_dir %s" % export_dir)
 
 
 def save(module, export_dir, overwrite=False):

@@ -7,6 +7,7 @@ from absl import logging
 import tensorflow as tf
 
 from runner_lib.core import errors
+from runner_lib.core import text_input
 import tokenization
 
 
@@ -73,9 +74,9 @@ def read_squad_json(input_file):
     "text" and int "answer_start".
 
   Raises:
-    errors.InputError: missing or unreadable file, not JSON, or a field
-      missing or of the wrong type (its place named, e.g.
-      data[3].paragraphs[0].qas[2]).
+    errors.InputError: missing or unreadable file, not UTF-8 (its line
+      named), not JSON, or a field missing or of the wrong type (its place
+      named, e.g. data[3].paragraphs[0].qas[2]).
   """
   try:
     with tf.io.gfile.GFile(input_file, "rb") as reader:
@@ -83,11 +84,9 @@ def read_squad_json(input_file):
   except (tf.errors.OpError, OSError) as e:
     raise errors.InputError("Cannot read SQuAD file %s: %s" %
                             (input_file, e)) from None
+  text = text_input.decode_utf8(raw, input_file)
   try:
-    document = json.loads(raw.decode("utf-8"))
-  except UnicodeDecodeError as e:
-    raise errors.InputError("%s is not UTF-8 text: %s" %
-                            (input_file, e)) from None
+    document = json.loads(text)
   except json.JSONDecodeError as e:
     raise errors.InputError("%s is not JSON: %s" % (input_file, e)) from None
   data = _field(input_file, "the top level", document, "data", list)

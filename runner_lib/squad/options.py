@@ -58,3 +58,14 @@ def check_flags():
         "the context." % (FLAGS.max_seq_length, FLAGS.max_query_length))
   runner_flags.check_positive(("doc_stride", "max_query_length",
                                "n_best_size", "max_answer_length"))
+  # The context window is this wide at least (a question of
+  # max_query_length pieces): a stride as wide skips no context but leaves
+  # no overlap, so an answer across a window's edge is never whole in any;
+  # a wider one skips context. The original accepted both silently.
+  window = FLAGS.max_seq_length - FLAGS.max_query_length - 3
+  if FLAGS.doc_stride >= window:
+    raise errors.InputError(
+        "--doc_stride=%d must be below the context window, max_seq_length "
+        "- max_query_length - 3 = %d, or windows would not overlap (or "
+        "skip context); lower --doc_stride or --max_query_length." %
+        (FLAGS.doc_stride, window))

@@ -12,6 +12,7 @@ import os
 import tensorflow as tf
 
 from runner_lib.core import errors
+from runner_lib.core import text_input
 
 NUM_CHOICES = 4
 HEADER = ("", "video-id", "fold-ind", "startphrase", "sent1", "sent2",
@@ -51,12 +52,7 @@ def _read_text(path):
   if not tf.io.gfile.exists(path):
     raise errors.InputError("Missing data file %s." % path)
   with tf.io.gfile.GFile(path, "rb") as f:
-    data = f.read()
-  try:
-    text = data.decode("utf-8")
-  except UnicodeDecodeError as e:
-    raise errors.InputError("%s is not UTF-8 (%s)." % (path, e)) from None
-  return text[1:] if text.startswith("\ufeff") else text
+    return text_input.decode_utf8(f.read(), path)
 
 
 def read_swag_examples(path, has_label=True):
