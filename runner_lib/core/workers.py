@@ -80,9 +80,11 @@ class _Worker(object):
 def ordered_map(function, tasks, num_workers, initializer=None, initargs=()):
   """Yields function(task) for every task, in task order, from workers.
 
-  Each worker holds one task at a time; tasks are drawn from the iterable
-  only as workers free up, so a lazy iterable (reading, tokenizing) runs
-  alongside them and at most 2 x num_workers results wait in memory.
+  Each worker holds one task at a time. The next task is drawn from the
+  iterable as soon as one is handed out, so a lazy iterable (reading,
+  tokenizing) runs while the workers work and a freed worker gets its next
+  task at once; at most one task waits and num_workers results wait in
+  memory beside those in flight.
 
   Args:
     function: a module-level function of a module that is cheap to import
@@ -102,24 +104,22 @@ def ordered_map(function, tasks, num_workers, initializer=None, initargs=()):
   setup = (_qualified_name(function),
            initializer and _qualified_name(initializer), initargs)
   workers = [_Worker(setup) for _ in range(num_workers)]
+  tasks = enumerate(tasks)
   try:
-    tasks = enumerate(tasks)
     idle, busy, done = list(workers), {}, {}
-    next_index, exhausted = 0, False
+    ahead = next(tasks, None)  # drawn while the workers are busy
+    next_index = 0
     while True:
-      while idle and not exhausted and len(done) < num_workers:
-        task = next(tasks, None)
-        if task is None:
-          exhausted = True
-          break
+      while idle and ahead is not None and len(done) < num_workers:
         worker = idle.pop()
-        worker.index = task[0]
+        worker.index = ahead[0]
         try:
-          worker.connection.send(task[1])
+          worker.connection.send(ahead[1])
         except OSError:
           worker.receive()  # the worker is gone: raises its error
           raise
         busy[worker.connection] = worker
+        ahead = next(tasks, None)
       if next_index in done:
         yield done.pop(next_index)
         next_index += 1
