@@ -60,8 +60,12 @@ class TrainingCheckpoint(object):
     path = os.path.join(self.output_dir, STATE_FILE)
     if not tf.io.gfile.exists(path):
       return None
-    # get_checkpoint_state logs and returns None for a file it cannot parse.
-    state = tf.train.get_checkpoint_state(self.output_dir)
+    # get_checkpoint_state logs and returns None for a file it cannot
+    # parse, and raises ValueError for one naming no checkpoint (empty).
+    try:
+      state = tf.train.get_checkpoint_state(self.output_dir)
+    except ValueError:
+      state = None
     steps = [step_of(p) for p in
              list(state.all_model_checkpoint_paths if state else []) +
              [state.model_checkpoint_path if state else ""]]

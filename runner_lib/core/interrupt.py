@@ -4,7 +4,8 @@ A signal is recorded rather than obeyed at once: the training loop looks
 at it between calls into the graph (every --iterations_per_loop steps or
 checkpoint), saves the current step and stops, so that the rerun resumes
 exactly there. Python could not act sooner anyway: its handlers run only
-once the graph call returns. A second Ctrl-C stops at once, unsaved.
+once the graph call returns. A Ctrl-C after the first signal stops at once,
+unsaved.
 """
 
 import signal

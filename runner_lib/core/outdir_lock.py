@@ -76,6 +76,7 @@ class OutputDirLock(object):
       logging.warning("Taking over the stale lock %s of a run that ended "
                       "without releasing it (%s).", self.path, previous)
     os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
     os.write(fd, ("PID %d on %s\n" % (os.getpid(),
                                       socket.gethostname())).encode())
     os.fsync(fd)
