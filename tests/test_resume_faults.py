@@ -1,12 +1,14 @@
 """Faults of training state: damaged checkpoints, a lost state file, two runs
 on one output_dir, Ctrl-C / SIGTERM, and SIGKILL at random moments."""
 
-import fcntl
+import ctypes
 import logging
 import os
 import random
+import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -411,21 +413,64 @@ def wait_for(path, process, deadline):
     time.sleep(0.005)
 
 
-def signal_at(cmd, directory, step, signum, rng):
-  """Runs cmd until directory holds model.ckpt-step, then a random moment
-  later (within about one step and its checkpoint write) sends signum.
+class Creations(object):
+  """Names created in a directory, as inotify reports them (Linux)."""
+
+  IN_CREATE = 0x100
+
+  def __init__(self, directory):
+    self._libc = ctypes.CDLL(None, use_errno=True)
+    self._fd = self._libc.inotify_init1(os.O_NONBLOCK)
+    assert self._fd >= 0 and self._libc.inotify_add_watch(
+        self._fd, str(directory).encode(), self.IN_CREATE) >= 0
+
+  def wait(self, predicate, deadline):
+    """Returns as soon as a name satisfying predicate is created."""
+    while time.time() < deadline:
+      if not select.select([self._fd], [], [], 0.5)[0]:
+        continue
+      events = os.read(self._fd, 65536)
+      while events:
+        _, _, _, size = struct.unpack("iIII", events[:16])
+        name = events[16:16 + size].rstrip(b"\0").decode()
+        events = events[16 + size:]
+        if predicate(name):
+          return name
+    raise AssertionError("timed out waiting for a write")
+
+  def close(self):
+    os.close(self._fd)
+
+
+# The temporary files of a checkpoint write, in the order they appear:
+# data, index (each renamed when complete), then the state file.
+WRITES = (".data-00000-of-00001.tempstate", ".index.tempstate",
+          "checkpoint.tmp")
+
+
+def signal_at(cmd, directory, step, signum, rng, during=None):
+  """Runs cmd until directory holds model.ckpt-step, then sends signum: a
+  random moment later (within about one step and its checkpoint write),
+  or, with `during` (one of WRITES), the moment such a file is created.
 
   Returns:
-    subprocess.CompletedProcess (stderr only) and the .tempstate files left.
+    subprocess.CompletedProcess (stderr only) and the temporary files left.
   """
   process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True, env=env())
+  deadline = time.time() + 300
   wait_for(str(directory / ("model.ckpt-%d.index" % step)), process,
-           time.time() + 300)
-  time.sleep(rng.uniform(0.0, 0.05))
+           deadline)
+  if during:
+    creations = Creations(directory)
+    creations.wait(lambda name: during in name, deadline)
+    creations.close()
+  else:
+    time.sleep(rng.uniform(0.0, 0.05))
   process.send_signal(signum)
   _, stderr = process.communicate(timeout=300)
-  left = [n for n in os.listdir(directory) if ".tempstate" in n]
+  left = [n for n in os.listdir(directory)
+          if ".tempstate" in n or n.startswith("checkpoint.tmp")]
   return subprocess.CompletedProcess(cmd, process.returncode, "", stderr), left
 
 
@@ -444,26 +489,35 @@ def saved_steps(directory):
 @pytest.mark.slow
 def test_pretraining_killed_ten_times_ends_with_the_same_weights(data,
                                                                  tmp_path):
-  # A checkpoint after every step: writes (data, index, state file,
-  # pruning) take most of the time, so most moments fall within one.
-  steps = 160
+  # A checkpoint after every step, of 8 MB (a vocab of 20000: the records
+  # use its first ids): writes (data, index, state file, pruning) take most
+  # of the time, and last long enough to be caught by a kill.
+  config = modeling.BertConfig(**dict(pretraining_test.CONFIG,
+                                      vocab_size=20000))
+  (tmp_path / "bert_config.json").write_text(config.to_json_string())
+  steps = 100
   flags = dict(do_eval="false", num_train_steps=str(steps),
                save_checkpoints_steps="1", iterations_per_loop="1",
-               keep_checkpoint_max="3")
+               keep_checkpoint_max="3",
+               bert_config_file=str(tmp_path / "bert_config.json"))
   straight = run(pretraining_test.command(data, tmp_path / "straight",
                                           **flags))
   assert straight.returncode == 0, straight.stderr[-3000:]
   chain = tmp_path / "chain"
   cmd = pretraining_test.command(data, chain, **flags)
   rng = random.Random(17)
-  step, tempstates = 0, 0
+  step, left_behind, logs = 0, [], ""
+  chain.mkdir()
   for kill in range(11):
-    # The 7th run is stopped by SIGTERM (a preemption) instead: it saves
-    # where it is and exits.
+    # Every other kill lands in a checkpoint write: the moment one of its
+    # temporary files appears. The 7th run is stopped by SIGTERM (a
+    # preemption) instead: it saves where it is and exits.
     signum = signal.SIGTERM if kill == 6 else signal.SIGKILL
-    step += rng.randint(1, 12)
-    result, left = signal_at(cmd, chain, step, signum, rng)
-    tempstates += bool(left)
+    during = rng.choice(WRITES) if kill % 2 and kill != 6 else None
+    step += rng.randint(1, 7)
+    result, left = signal_at(cmd, chain, step, signum, rng, during)
+    left_behind += left
+    logs += result.stderr
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     if signum == signal.SIGKILL:
       assert result.returncode == -signal.SIGKILL
@@ -481,11 +535,17 @@ def test_pretraining_killed_ten_times_ends_with_the_same_weights(data,
   finished = run(cmd)
   assert finished.returncode == 0, finished.stderr[-3000:]
   assert "Resuming from" in finished.stderr
-  assert not [n for n in os.listdir(chain) if ".tempstate" in n]
+  # Kills within writes left temporary files; each run removed them.
+  print("left by kills:", left_behind)
+  assert left_behind
+  for name in left_behind:
+    assert "Removing %s, left by an interrupted checkpoint write." % (
+        chain / name) in logs + finished.stderr
+  assert not [n for n in os.listdir(chain)
+              if ".tempstate" in n or n.startswith("checkpoint.tmp")]
   assert not (chain / "training.lock").exists()
   assert_same_weights(chain / ("model.ckpt-%d" % steps),
                       tmp_path / "straight" / ("model.ckpt-%d" % steps))
-  print("kills that left .tempstate files: %d of 11" % tempstates)
 
 
 @pytest.mark.slow
