@@ -3,9 +3,12 @@ checkpoint I/O."""
 
 from modeling.bert_model import BertModel
 from modeling.checkpoint import CheckpointError
+from modeling.checkpoint import DamagedCheckpointError
 from modeling.checkpoint import dropout_state_variables
 from modeling.checkpoint import head_variable_names
 from modeling.checkpoint import load_checkpoint
+from modeling.checkpoint import open_checkpoint
+from modeling.checkpoint import read_tensors
 from modeling.checkpoint import resolve_checkpoint_path
 from modeling.checkpoint import save_checkpoint
 from modeling.checkpoint import save_variables

@@ -103,6 +103,71 @@ class CheckpointError(ValueError):
   """A checkpoint that is missing or does not fit the model."""
 
 
+class DamagedCheckpointError(CheckpointError):
+  """A checkpoint whose files cannot be read back: truncated (an interrupted
+  copy, a full disk) or corrupted (a checksum that does not match)."""
+
+
+# What TensorFlow's checkpoint reader raises on damaged files: an OpError
+# (DataLossError for a bad checksum, a bare OpError for an index that is
+# not an sstable) or, for a data file cut short, a bare IndexError ("Read
+# less bytes than requested").
+_READ_ERRORS = (tf.errors.OpError, IndexError)
+
+
+def _data_files(prefix):
+  """prefix's data shards, as one name for messages."""
+  shards = sorted(tf.io.gfile.glob(prefix + ".data-*"))
+  return shards[0] if len(shards) == 1 else prefix + ".data-*"
+
+
+def open_checkpoint(prefix):
+  """A reader of prefix's index (its variable names and shapes).
+
+  Raises:
+    DamagedCheckpointError: the index is missing, truncated or corrupted.
+  """
+  if not tf.io.gfile.exists(prefix + ".index"):
+    raise DamagedCheckpointError("Checkpoint %s has no index file %s.index."
+                                 % (prefix, prefix))
+  try:
+    return tf.train.load_checkpoint(prefix)
+  except _READ_ERRORS as e:
+    raise DamagedCheckpointError(
+        "Checkpoint %s is damaged: cannot read %s.index (%s)." %
+        (prefix, prefix, _first_line(e))) from e
+
+
+def read_tensors(reader, prefix, names):
+  """Reads the named tensors, checking each one's checksum.
+
+  Args:
+    reader: from open_checkpoint(prefix).
+    prefix: str, for messages.
+    names: iterable of str, variables the reader holds.
+
+  Returns:
+    dict name -> numpy array.
+
+  Raises:
+    DamagedCheckpointError: naming the data file, truncated or corrupted.
+  """
+  values = {}
+  for name in names:
+    try:
+      values[name] = reader.get_tensor(name)
+    except _READ_ERRORS as e:
+      raise DamagedCheckpointError(
+          "Checkpoint %s is damaged: cannot read %s from %s (%s)." %
+          (prefix, name, _data_files(prefix), _first_line(e))) from e
+  return values
+
+
+def _first_line(error):
+  text = str(error).strip() or type(error).__name__
+  return text.splitlines()[0]
+
+
 def _resolve(obj, path):
   for part in path.split("."):
     obj = obj[int(part)] if part.isdigit() else getattr(obj, part)
@@ -224,7 +289,8 @@ def resolve_checkpoint_path(checkpoint):
     str, the prefix.
 
   Raises:
-    CheckpointError: nothing readable there.
+    CheckpointError: nothing there, or an index that cannot be read
+      (DamagedCheckpointError).
   """
   if tf.io.gfile.isdir(checkpoint):
     latest = tf.train.latest_checkpoint(checkpoint)
@@ -240,6 +306,7 @@ def resolve_checkpoint_path(checkpoint):
       hint = " Give the prefix without the .index/.data/.meta suffix."
     raise CheckpointError("Checkpoint not found: %s (no file %s.index).%s" %
                           (checkpoint, checkpoint, hint))
+  open_checkpoint(checkpoint)  # Refuses a damaged index before any work.
   return checkpoint
 
 
@@ -263,10 +330,11 @@ def load_checkpoint(model, checkpoint, allow_partial=False):
 
   Raises:
     CheckpointError: the checkpoint is missing; or it lacks variables (unless
-      allow_partial) or holds some in another shape, each one listed.
+      allow_partial) or holds some in another shape, each one listed; or
+      its files are damaged (DamagedCheckpointError, naming the file).
   """
   path = resolve_checkpoint_path(checkpoint)
-  reader = tf.train.load_checkpoint(path)
+  reader = open_checkpoint(path)
   shapes = reader.get_variable_to_shape_map()
   names = variable_map(model)
   missing, mismatched = [], []
@@ -286,11 +354,12 @@ def load_checkpoint(model, checkpoint, allow_partial=False):
   if problems:
     raise CheckpointError("Checkpoint %s does not fit the model (config "
                           "mismatch?). %s" % (path, "\n".join(problems)))
-  loaded = []
-  for name, variable in names.items():
-    if name in shapes:
-      variable.assign(tf.cast(reader.get_tensor(name), variable.dtype))
-      loaded.append(name)
+  loaded = [name for name in names if name in shapes]
+  # Read in full before any assignment: a damaged file leaves the model as
+  # it was.
+  values = read_tensors(reader, path, loaded)
+  for name in loaded:
+    names[name].assign(tf.cast(values[name], names[name].dtype))
   unused = sorted(set(shapes) - set(names))
   for name in unused:
     logging.debug("Not used from %s: %s", path, name)

@@ -3,6 +3,7 @@
 import errno
 import os
 import re
+import signal
 import sys
 
 from absl import app
@@ -19,6 +20,20 @@ class InputError(ValueError):
 class OutputError(InputError):
   """An output cannot be written (a read-only or full disk, a directory in
   the way); the message names the path."""
+
+
+class Interrupted(Exception):
+  """Training stopped by a signal (Ctrl-C, preemption) after saving.
+
+  Attributes:
+    exit_code: int, 128 + the signal's number, what a shell reports for a
+      process the signal killed: non-zero, so that a script or scheduler
+      does not take the run for finished (and a preempted job is rerun).
+  """
+
+  def __init__(self, message, signum):
+    super().__init__(message)
+    self.exit_code = 128 + signum
 
 
 # Errors whose message is the whole story: report it, skip the traceback.
@@ -74,7 +89,9 @@ def run(main):
 
   So do writes the file system refuses mid-run (write_failure).
   Arguments left after the flags (a typo such as `--do_train true`, which
-  absl reads as --do_train and a stray "true") are a usage error.
+  absl reads as --do_train and a stray "true") are a usage error. An
+  interruption prints one line too: Interrupted's exit code, or 130 for a
+  Ctrl-C outside training (nothing to save).
   """
 
   def guarded(argv):
@@ -91,5 +108,12 @@ def run(main):
         raise
       logging.error("%s", message)
       sys.exit("Error: %s" % message)
+    except Interrupted as e:
+      logging.warning("%s", e)
+      print("Interrupted: %s" % e, file=sys.stderr)
+      sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+      print("Interrupted: stopped by Ctrl-C.", file=sys.stderr)
+      sys.exit(128 + signal.SIGINT)
 
   app.run(guarded)

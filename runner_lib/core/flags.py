@@ -8,11 +8,13 @@ from absl import logging
 import tensorflow as tf
 import tf_keras
 
+from runner_lib.core import checkpointing
 from runner_lib.core import errors
 from runner_lib.core import fileio
 from runner_lib.core import input_pipeline
 from runner_lib.core import model_inputs
 from runner_lib.core import optimization
+from runner_lib.core import outdir_lock
 from runner_lib.core import predict
 from runner_lib.core import training
 
@@ -298,12 +300,20 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
     num_warmup_steps: int.
 
   Returns:
-    training.Trainer on --output_dir (created), not yet initialized.
+    training.Trainer on --output_dir (created), not yet initialized; with
+    --do_train, the chief holds --output_dir's lock until it exits, and
+    what an interrupted checkpoint write left there is gone.
+
+  Raises:
+    outdir_lock.OutputDirLockedError: another run trains in --output_dir.
   """
   tf_keras.utils.set_random_seed(FLAGS.seed)
   if FLAGS.precision != "float32":
     tf_keras.mixed_precision.set_global_policy("mixed_" + FLAGS.precision)
   tf.io.gfile.makedirs(FLAGS.output_dir)
+  if FLAGS.do_train and training.is_chief(strategy) and (
+      outdir_lock.lock_until_exit(FLAGS.output_dir)):
+    checkpointing.remove_temporaries(FLAGS.output_dir)
   return training.Trainer(
       strategy, task.build_model, task.loss, FLAGS.output_dir,
       FLAGS.learning_rate, num_train_steps, num_warmup_steps,

@@ -1,5 +1,6 @@
 """The train / eval loop every runner shares, on any tf.distribute strategy."""
 
+import signal
 import time
 
 from absl import logging
@@ -9,6 +10,7 @@ import tensorflow as tf
 import modeling
 from runner_lib.core import checkpointing
 from runner_lib.core import errors
+from runner_lib.core import interrupt
 from runner_lib.core import optimization
 
 # The original clips the global gradient norm at 1.0 before each update.
@@ -135,7 +137,8 @@ class Trainer(object):
     return int(self.global_step.numpy())
 
   def initialize(self, init_checkpoint=None, new_variables=()):
-    """Resumes from output_dir's latest checkpoint, else loads init_checkpoint.
+    """Resumes from output_dir's newest intact checkpoint, else loads
+    init_checkpoint.
 
     Args:
       init_checkpoint: str or None.
@@ -146,11 +149,11 @@ class Trainer(object):
       int, the global step training starts from.
 
     Raises:
-      modeling.CheckpointError: see modeling.load_checkpoint.
+      modeling.CheckpointError: see modeling.load_checkpoint; or output_dir
+        holds checkpoints but none can be read (never a silent restart).
     """
-    latest = self.checkpoint.latest()
+    latest = self.checkpoint.restore_latest()
     if latest:
-      self.checkpoint.restore(latest)
       logging.info("Resuming from %s at step %d", latest, self.step)
     elif init_checkpoint:
       result = modeling.load_checkpoint(self.model, init_checkpoint,
@@ -250,6 +253,8 @@ class Trainer(object):
 
     Raises:
       TrainingError: the loss became NaN or infinite (nothing is saved).
+      errors.Interrupted: SIGINT or SIGTERM arrived; the current step was
+        saved (interrupt.StopRequests).
     """
     start_step = self.step
     if start_step >= self.num_train_steps:
@@ -270,31 +275,43 @@ class Trainer(object):
                                     axis=None)
       return loss
 
-    step = start_step
-    while step < self.num_train_steps:
-      to_save = self.save_checkpoints_steps - step % self.save_checkpoints_steps
-      steps = min(self.iterations_per_loop, to_save,
-                  self.num_train_steps - step)
-      started = time.time()
-      loss = float(train_steps(iterator, tf.constant(steps)))
-      elapsed = time.time() - started
-      step = self.step
-      if not np.isfinite(loss):
-        raise TrainingError(
-            "Loss is %s at step %d: training stopped, nothing saved since "
-            "step %d. Try a lower --learning_rate." %
-            (loss, step, checkpointing.step_of(self.checkpoint.latest()) or 0))
-      learning_rate = float(optimization.learning_rate_at(
-          step - 1, self.learning_rate, self.num_train_steps,
-          self.num_warmup_steps))
-      logging.info("step %d/%d loss %.4f lr %.3g %.1f examples/s", step,
-                   self.num_train_steps, loss, learning_rate,
-                   steps * global_batch_size / elapsed)
-      self._summaries(step, loss=loss, learning_rate=learning_rate,
-                      examples_per_second=steps * global_batch_size / elapsed)
-      if step % self.save_checkpoints_steps == 0 or (
-          step == self.num_train_steps):
-        self.save()
+    with interrupt.StopRequests() as stop:
+      step = start_step
+      while step < self.num_train_steps:
+        to_save = (self.save_checkpoints_steps -
+                   step % self.save_checkpoints_steps)
+        steps = min(self.iterations_per_loop, to_save,
+                    self.num_train_steps - step)
+        started = time.time()
+        loss = float(train_steps(iterator, tf.constant(steps)))
+        elapsed = time.time() - started
+        step = self.step
+        if not np.isfinite(loss):
+          raise TrainingError(
+              "Loss is %s at step %d: training stopped, nothing saved since "
+              "step %d. Try a lower --learning_rate." %
+              (loss, step,
+               checkpointing.step_of(self.checkpoint.latest()) or 0))
+        learning_rate = float(optimization.learning_rate_at(
+            step - 1, self.learning_rate, self.num_train_steps,
+            self.num_warmup_steps))
+        logging.info("step %d/%d loss %.4f lr %.3g %.1f examples/s", step,
+                     self.num_train_steps, loss, learning_rate,
+                     steps * global_batch_size / elapsed)
+        self._summaries(
+            step, loss=loss, learning_rate=learning_rate,
+            examples_per_second=steps * global_batch_size / elapsed)
+        if step % self.save_checkpoints_steps == 0 or (
+            step == self.num_train_steps) or stop.signum:
+          self.save()
+        if stop.signum:
+          raise errors.Interrupted(
+              "%s at step %d of %d; %s. Run the same command again to "
+              "resume." % (signal.Signals(stop.signum).name, step,
+                           self.num_train_steps,
+                           "saved model.ckpt-%d" % step if self.chief else
+                           "the chief saves the checkpoint"),
+              stop.signum)
 
   def save(self):
     if self.chief:
