@@ -122,8 +122,8 @@ def test_sigkill_then_rerun_ends_with_the_same_weights(data, tmp_path):
   process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, env=env())
   deadline = time.time() + 300
-  # Kill once the state file names ckpt-30 (a kill between the checkpoint's
-  # files and the state file would rightly restart from scratch).
+  # Kill once the state file names ckpt-30 (kills inside checkpoint writes
+  # are tests/test_resume_faults.py's).
   while not (killed_dir / "checkpoint").exists() or (
       "model.ckpt-30" not in (killed_dir / "checkpoint").read_text()):
     assert process.poll() is None and time.time() < deadline
