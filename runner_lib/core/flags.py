@@ -451,6 +451,9 @@ def run(main):
 
   def main_cleaned_on_failure(argv):
     with fileio.cleaned_on_failure(FLAGS.output_dir):
-      return main(argv)
+      try:
+        return main(argv)
+      finally:
+        outdir_lock.release_all()
 
   errors.run(main_cleaned_on_failure)

@@ -127,3 +127,12 @@ def lock_until_exit(output_dir):
     _HELD[key] = lock
     atexit.register(lock.release)
   return True
+
+
+def release_all():
+  """Releases every lock this process holds, before its exit: a failed
+  run's clean-up must see output_dir without the lock file, to remove a
+  directory the run created and left empty."""
+  for lock in _HELD.values():
+    lock.release()
+  _HELD.clear()
