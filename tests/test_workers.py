@@ -34,6 +34,12 @@ def _die_on_two(task):
   return task
 
 
+def _first_fast(task):
+  if task:
+    time.sleep(60)
+  return task
+
+
 def _imports(_):
   return sorted(name for name in ("tensorflow", "tf_keras", "numpy")
                 if name in sys.modules)
@@ -73,3 +79,13 @@ def test_a_dying_worker_is_an_error_not_a_hang():
 def test_a_broken_initializer_is_an_error():
   with pytest.raises(workers.WorkerError, match="missing"):
     list(workers.ordered_map(_slow_square, range(2), 1, _setup, ()))
+
+
+def test_stopping_early_kills_busy_workers_at_once():
+  # A failed or interrupted run closes the generator with tasks in flight:
+  # their workers are killed, not waited for.
+  results = workers.ordered_map(_first_fast, range(4), 2)
+  started = time.monotonic()
+  assert next(results) == 0
+  results.close()
+  assert time.monotonic() - started < 20

@@ -68,8 +68,12 @@ class _Worker(object):
       raise WorkerError("a worker process failed:\n%s" % value)
     return value
 
-  def close(self):
+  def close(self, busy=False):
+    """Ends the worker: an idle one exits at EOF; a busy one (the run
+    failed or was interrupted) is killed rather than waited for."""
     self.connection.close()
+    if busy:
+      self.process.kill()
     try:
       self.process.wait(timeout=10)
     except subprocess.TimeoutExpired:
@@ -105,8 +109,8 @@ def ordered_map(function, tasks, num_workers, initializer=None, initargs=()):
            initializer and _qualified_name(initializer), initargs)
   workers = [_Worker(setup) for _ in range(num_workers)]
   tasks = enumerate(tasks)
+  idle, busy, done = list(workers), {}, {}
   try:
-    idle, busy, done = list(workers), {}, {}
     ahead = next(tasks, None)  # drawn while the workers are busy
     next_index = 0
     while True:
@@ -132,7 +136,7 @@ def ordered_map(function, tasks, num_workers, initializer=None, initargs=()):
         idle.append(worker)
   finally:
     for worker in workers:
-      worker.close()
+      worker.close(busy=worker.connection in busy)
 
 
 def _serve(fd):
@@ -152,12 +156,17 @@ def _serve(fd):
   while True:
     try:
       task = connection.recv()
-    except EOFError:
-      return 0
+    except (EOFError, OSError):
+      return 0  # the parent is done (or gone)
     try:
-      connection.send(("ok", function(task)))
+      result = ("ok", function(task))
     except Exception:  # pylint: disable=broad-except
-      connection.send(("error", traceback.format_exc()))
+      result = ("error", traceback.format_exc())
+    try:
+      connection.send(result)
+    except OSError:
+      return 0  # the parent stopped waiting (it failed or was interrupted)
+    if result[0] == "error":
       return 1
 
 
