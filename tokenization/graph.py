@@ -160,25 +160,41 @@ class GraphTokenizer(tf.Module):
     Returns:
       int64 RaggedTensor [B, (wordpieces)].
     """
+    ids, rows = self.tokenize_ids_by_path(texts, valid_utf8)
+    return tf.gather(ids, tf.argsort(rows))
+
+  def tokenize_ids_by_path(self, texts, valid_utf8=False):
+    """tokenize_ids before its rows are put back in order.
+
+    Python callers that take the rows apart anyway skip the re-ordering
+    gather (a copy of every id) by placing each row themselves.
+
+    Args:
+      texts: string Tensor [B], UTF-8 (see split_words).
+      valid_utf8: bool, see split_words.
+
+    Returns:
+      (ids, rows): int64 RaggedTensor [B, (wordpieces)], the fast path's
+      rows then the exact path's; int64 Tensor [B], the input row of each.
+    """
     texts = tf.convert_to_tensor(texts, tf.string)
     is_fast = tf.strings.regex_full_match(texts, _FAST_PATH)
-    # A batch of plain ASCII (most of many corpora) skips the split and
-    # the re-ordering gather.
-    return tf.cond(
-        tf.reduce_all(is_fast),
-        lambda: tf.cast(self._fast.tokenize(texts), tf.int64),
-        lambda: self._mixed_ids(texts, is_fast, valid_utf8))
-
-  def _mixed_ids(self, texts, is_fast, valid_utf8):
-    """tokenize_ids of a batch with rows on both paths."""
     rows = tf.range(tf.size(texts, out_type=tf.int64))
-    fast_rows = tf.boolean_mask(rows, is_fast)
-    exact_rows = tf.boolean_mask(rows, ~is_fast)
-    fast = self._fast.tokenize(tf.gather(texts, fast_rows))
-    exact = self.tokenize_word_ids(tf.gather(texts, exact_rows),
-                                   valid_utf8).merge_dims(-2, -1)
-    ids = tf.concat([tf.cast(fast, tf.int64), exact], axis=0)
-    return tf.gather(ids, tf.argsort(tf.concat([fast_rows, exact_rows], 0)))
+
+    def mixed():
+      fast_rows = tf.boolean_mask(rows, is_fast)
+      exact_rows = tf.boolean_mask(rows, ~is_fast)
+      fast = self._fast.tokenize(tf.gather(texts, fast_rows))
+      exact = self.tokenize_word_ids(tf.gather(texts, exact_rows),
+                                     valid_utf8).merge_dims(-2, -1)
+      return (tf.concat([tf.cast(fast, tf.int64), exact], axis=0),
+              tf.concat([fast_rows, exact_rows], 0))
+
+    # A batch of plain ASCII (most of many corpora) needs no split.
+    return tf.cond(tf.reduce_all(is_fast),
+                   lambda: (tf.cast(self._fast.tokenize(texts), tf.int64),
+                            rows),
+                   mixed)
 
   def tokenize(self, texts, valid_utf8=False):
     """Like tokenize_ids, but string RaggedTensor [B, (wordpieces)]."""

@@ -302,17 +302,20 @@ class FullTokenizer(object):
       # The graph code has no Python control flow on tensors: autograph
       # would only add a second or two of conversion to the first call.
       self._tokenize_ids_fn = tf.function(
-          lambda texts: graph_tokenizer.tokenize_ids(texts, True),
+          lambda texts: graph_tokenizer.tokenize_ids_by_path(texts, True),
           input_signature=[tf.TensorSpec([None], tf.string)],
           autograph=False)
     encoded = [text_lib.convert_to_unicode(t).encode("utf-8") for t in texts]
     rows = []
     for start in range(0, len(encoded), BATCH_CHUNK):
-      ids = self._tokenize_ids_fn(
+      ids, order = self._tokenize_ids_fn(
           tf.constant(encoded[start:start + BATCH_CHUNK], tf.string))
       flat = convert(ids.flat_values.numpy())
       splits = ids.row_splits.numpy().tolist()
-      rows.extend(flat[begin:end] for begin, end in zip(splits, splits[1:]))
+      chunk = [None] * len(splits[1:])
+      for row, begin, end in zip(order.numpy().tolist(), splits, splits[1:]):
+        chunk[row] = flat[begin:end]
+      rows.extend(chunk)
     return rows
 
   def tokenize(self, text):
