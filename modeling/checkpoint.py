@@ -292,6 +292,12 @@ def resolve_checkpoint_path(checkpoint):
     CheckpointError: nothing there, or an index that cannot be read
       (DamagedCheckpointError).
   """
+  return _open_resolved(checkpoint)[0]
+
+
+def _open_resolved(checkpoint):
+  """(prefix, reader of its index) of a prefix or directory; see
+  resolve_checkpoint_path. The index is read once, before any work."""
   if tf.io.gfile.isdir(checkpoint):
     latest = tf.train.latest_checkpoint(checkpoint)
     if latest is None:
@@ -299,15 +305,14 @@ def resolve_checkpoint_path(checkpoint):
           "No checkpoint in directory %s (no 'checkpoint' state file); give "
           "the prefix instead, e.g. %s/bert_model.ckpt" %
           (checkpoint, checkpoint.rstrip("/")))
-    return latest
+    return latest, open_checkpoint(latest)
   if not tf.io.gfile.exists(checkpoint + ".index"):
     hint = ""
     if checkpoint.endswith((".index", ".meta")) or ".data-" in checkpoint:
       hint = " Give the prefix without the .index/.data/.meta suffix."
     raise CheckpointError("Checkpoint not found: %s (no file %s.index).%s" %
                           (checkpoint, checkpoint, hint))
-  open_checkpoint(checkpoint)  # Refuses a damaged index before any work.
-  return checkpoint
+  return checkpoint, open_checkpoint(checkpoint)
 
 
 LoadResult = collections.namedtuple("LoadResult",
@@ -333,8 +338,7 @@ def load_checkpoint(model, checkpoint, allow_partial=False):
       allow_partial) or holds some in another shape, each one listed; or
       its files are damaged (DamagedCheckpointError, naming the file).
   """
-  path = resolve_checkpoint_path(checkpoint)
-  reader = open_checkpoint(path)
+  path, reader = _open_resolved(checkpoint)
   shapes = reader.get_variable_to_shape_map()
   names = variable_map(model)
   missing, mismatched = [], []

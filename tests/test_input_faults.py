@@ -125,11 +125,12 @@ def test_warmup_longer_than_the_run_is_a_warning(caplog):
     (128, 64, 128, False),  # skips context
     (24, 8, 13, False),
 ])
-def test_doc_stride_must_overlap_the_windows(max_seq_length, max_query_length,
-                                             doc_stride, ok):
-  with flagsaver.flagsaver(max_seq_length=max_seq_length,
-                           max_query_length=max_query_length,
-                           doc_stride=doc_stride):
+def test_doc_stride_must_overlap_the_windows(tmp_path, max_seq_length,
+                                             max_query_length, doc_stride, ok):
+  with flagsaver.flagsaver():
+    # Parsed here: the test may run alone (or first) in its process.
+    parse(tmp_path, max_seq_length=max_seq_length,
+          max_query_length=max_query_length, doc_stride=doc_stride)
     if ok:
       squad_options.check_flags()
       return

@@ -312,7 +312,7 @@ class FullTokenizer(object):
           tf.constant(encoded[start:start + BATCH_CHUNK], tf.string))
       flat = convert(ids.flat_values.numpy())
       splits = ids.row_splits.numpy().tolist()
-      chunk = [None] * len(splits[1:])
+      chunk = [None] * (len(splits) - 1)
       for row, begin, end in zip(order.numpy().tolist(), splits, splits[1:]):
         chunk[row] = flat[begin:end]
       rows.extend(chunk)

@@ -49,9 +49,16 @@ def check_output_file(path, flag="output_file"):
     errors.OutputError: naming the path and the flag.
   """
   culprit = "Cannot write output file %s (--%s)" % (path, flag)
-  if tf.io.gfile.isdir(path):
-    raise errors.OutputError("%s: it is a directory." % culprit)
+  refuse_directory(path, culprit)
   check_writable(os.path.dirname(path) or ".", culprit)
+
+
+def refuse_directory(path, culprit=None):
+  """Raises errors.OutputError ("culprit: it is a directory.") where the
+  output file path is a directory."""
+  if tf.io.gfile.isdir(path):
+    raise errors.OutputError("%s: it is a directory." % (
+        culprit or "Cannot write output file %s" % path))
 
 
 def check_writable(directory, culprit):
@@ -107,10 +114,8 @@ def atomic_output(path, mode="w"):
   """
   directory = os.path.dirname(path)
   temporary = "%s.tmp-%d" % (path, os.getpid())
+  refuse_directory(path)
   try:
-    if tf.io.gfile.isdir(path):
-      raise errors.OutputError("Cannot write output file %s: it is a "
-                               "directory." % path)
     if directory:
       tf.io.gfile.makedirs(directory)
     writer = tf.io.gfile.GFile(temporary, mode)

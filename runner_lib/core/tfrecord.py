@@ -49,9 +49,7 @@ class RoundRobinWriter(object):
     self._writers = []
     self.num_written = 0
     for path in self.output_files:
-      if tf.io.gfile.isdir(path):
-        raise errors.OutputError("Cannot write output file %s: it is a "
-                                 "directory." % path)
+      fileio.refuse_directory(path)
     try:
       for path in self._temporary:
         directory = os.path.dirname(path)
