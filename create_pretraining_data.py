@@ -26,7 +26,7 @@ import tensorflow as tf
 from runner_lib.core import errors
 from runner_lib.core import fileio
 from runner_lib.core import text_input
-from runner_lib.core import tfrecord
+from runner_lib.core import tfrecord_writer
 from runner_lib.pretraining import data as pretraining_data
 from runner_lib.pretraining import instances as pretraining_instances
 from runner_lib.pretraining import sharding
@@ -129,7 +129,7 @@ def main(_):
   output_files = FLAGS.output_file.split(",")
   lines = text_input.read_lines(input_files, FLAGS.skip_invalid_lines)
   start = time.time()
-  with tfrecord.RoundRobinWriter(output_files, FLAGS.gzip) as writer:
+  with tfrecord_writer.RoundRobinWriter(output_files, FLAGS.gzip) as writer:
     if FLAGS.num_workers == 1:
       documents = pretraining_data.read_documents(lines, tokenizer,
                                                   total_bytes=total_bytes)

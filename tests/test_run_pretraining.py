@@ -15,7 +15,7 @@ import tensorflow as tf
 
 import modeling
 import tokenization
-from runner_lib.core import tfrecord
+from runner_lib.core import tfrecord_writer
 from runner_lib.pretraining import data as pretraining_data
 from runner_lib.pretraining import instances as pretraining_instances
 from tests import reference
@@ -43,7 +43,7 @@ def data(tmp_path_factory):
       documents, pretraining_instances.InstanceOptions(32, 0.1, 0.15, 5, False),
       pretraining_data.masking_vocab(tokenizer), 2, random.Random(1))
   path = str(directory / "examples.tfrecord")
-  with tfrecord.RoundRobinWriter([path]) as writer:
+  with tfrecord_writer.RoundRobinWriter([path]) as writer:
     for record in records:
       writer.write(record)
   config = modeling.BertConfig(**CONFIG)

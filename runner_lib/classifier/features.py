@@ -4,6 +4,7 @@ import tensorflow as tf
 
 from runner_lib.core import packing
 from runner_lib.core import tfrecord
+from runner_lib.core import tfrecord_writer
 
 
 class InputFeatures(object):
@@ -93,7 +94,7 @@ def write_features(examples, label_list, max_seq_length, tokenizer, path,
   if batch_size:
     padding = padding_features(max_seq_length, regression)
     features += [padding] * (-len(features) % batch_size)
-  with tfrecord.RoundRobinWriter([path]) as writer:
+  with tfrecord_writer.RoundRobinWriter([path]) as writer:
     for feature in features:
       writer.write(serialize(feature, regression))
   return len(examples)

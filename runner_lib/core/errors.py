@@ -8,9 +8,8 @@ import sys
 
 from absl import app
 from absl import logging
-import tensorflow as tf
 
-import modeling
+from runner_lib.core import gfile
 
 
 class InputError(ValueError):
@@ -36,8 +35,19 @@ class Interrupted(Exception):
     self.exit_code = 128 + signum
 
 
-# Errors whose message is the whole story: report it, skip the traceback.
-USER_ERRORS = (InputError, modeling.ConfigError, modeling.CheckpointError)
+
+def user_errors():
+  """Errors whose message is the whole story: report it, skip the traceback.
+
+  InputError, and modeling's ConfigError and CheckpointError where modeling
+  is loaded. Looked up, not imported: a script that never loads modeling
+  (and so TensorFlow), such as create_pretraining_data, cannot raise them
+  and should not pay for the import.
+  """
+  modeling = sys.modules.get("modeling")
+  if modeling is None or not hasattr(modeling, "CheckpointError"):
+    return (InputError,)
+  return (InputError, modeling.ConfigError, modeling.CheckpointError)
 
 # Refusals the file system can give any write in the middle of a run (a
 # full disk, a quota), after the checks before work passed.
@@ -64,7 +74,7 @@ def write_failure(e):
     if e.errno not in _WRITE_FAILURES:
       return None
     path, reason = e.filename, e.strerror
-  elif isinstance(e, tf.errors.OpError):
+  elif isinstance(e, gfile.errors()):  # tf.errors.OpError
     # E.g. "{{function_node ...SaveV2...}} PATH; No space left on device
     # [Op:SaveV2]".
     first_line = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "",
@@ -99,10 +109,10 @@ def run(main):
       raise app.UsageError("Unexpected arguments: %s" % " ".join(argv[1:]))
     try:
       return main(argv)
-    except USER_ERRORS as e:
+    except user_errors() as e:
       logging.error("%s", e)
       sys.exit("Error: %s" % e)
-    except (OSError, tf.errors.OpError) as e:
+    except gfile.errors() as e:
       message = write_failure(e)
       if message is None:
         raise

@@ -6,9 +6,9 @@ import os
 import re
 
 from absl import logging
-import tensorflow as tf
 
 from runner_lib.core import errors
+from runner_lib.core import gfile
 
 
 def reason(e):
@@ -28,13 +28,13 @@ def check_output_dir(path, flag="output_dir"):
   where it does not exist yet, in its nearest existing ancestor.
 
   Args:
-    path: str, any tf.io.gfile path.
+    path: str, any gfile path.
     flag: str, the flag that gave it, for the message.
 
   Raises:
     errors.OutputError: naming the flag and the path.
   """
-  if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
+  if gfile.exists(path) and not gfile.isdir(path):
     raise errors.OutputError("--%s %s is a file, not a directory." %
                              (flag, path))
   check_writable(path, "Cannot write to --%s %s" % (flag, path))
@@ -56,7 +56,7 @@ def check_output_file(path, flag="output_file"):
 def refuse_directory(path, culprit=None):
   """Raises errors.OutputError ("culprit: it is a directory.") where the
   output file path is a directory."""
-  if tf.io.gfile.isdir(path):
+  if gfile.isdir(path):
     raise errors.OutputError("%s: it is a directory." % (
         culprit or "Cannot write output file %s" % path))
 
@@ -67,7 +67,7 @@ def check_writable(directory, culprit):
   ancestor.
 
   Args:
-    directory: str, any tf.io.gfile path.
+    directory: str, any gfile path.
     culprit: str, the start of the message: what cannot be written.
 
   Raises:
@@ -76,20 +76,20 @@ def check_writable(directory, culprit):
   if "://" not in directory:
     directory = os.path.abspath(directory)
   existing = directory
-  while not tf.io.gfile.exists(existing):
+  while not gfile.exists(existing):
     parent = os.path.dirname(existing)
     if not parent or parent == existing:
       return
     existing = parent
-  if not tf.io.gfile.isdir(existing):
+  if not gfile.isdir(existing):
     raise errors.OutputError("%s: %s is a file, not a directory." %
                              (culprit, existing))
   probe = os.path.join(existing, ".write_probe.tmp-%d" % os.getpid())
   try:
-    with tf.io.gfile.GFile(probe, "w") as f:
+    with gfile.open(probe, "w") as f:
       f.write("")
-    tf.io.gfile.remove(probe)
-  except (tf.errors.OpError, OSError) as e:
+    gfile.remove(probe)
+  except gfile.errors() as e:
     where = "" if existing == directory else " (in %s)" % existing
     raise errors.OutputError("%s%s: %s." % (culprit, where,
                                             reason(e))) from None
@@ -103,7 +103,7 @@ def atomic_output(path, mode="w"):
   never leaves a half-written file that looks complete.
 
   Args:
-    path: str, final output path (any tf.io.gfile path).
+    path: str, final output path (any gfile path).
     mode: "w" or "wb".
 
   Yields:
@@ -117,25 +117,32 @@ def atomic_output(path, mode="w"):
   refuse_directory(path)
   try:
     if directory:
-      tf.io.gfile.makedirs(directory)
-    writer = tf.io.gfile.GFile(temporary, mode)
+      gfile.makedirs(directory)
+    writer = gfile.open(temporary, mode)
     # GFile opens on the first write: open now, so that a file nothing is
     # written to still appears (empty), and a refusal is reported here.
     writer.write(b"" if "b" in mode else "")
-  except (tf.errors.OpError, OSError) as e:
+  except gfile.errors() as e:
     raise errors.OutputError("Cannot write output file %s: %s." %
                              (path, reason(e))) from None
   try:
-    with writer:
-      yield writer
     try:
-      tf.io.gfile.rename(temporary, path, overwrite=True)
-    except (tf.errors.OpError, OSError) as e:
+      with writer:
+        yield writer
+    except OSError as e:
+      if e.filename is not None or not e.errno:
+        raise
+      # A buffered write's error (a full disk, seen at the flush) names no
+      # file: name the one written.
+      raise OSError(e.errno, e.strerror, temporary) from None
+    try:
+      gfile.rename(temporary, path)
+    except gfile.errors() as e:
       raise errors.OutputError("Cannot write output file %s: %s." %
                                (path, reason(e))) from None
   finally:
-    if tf.io.gfile.exists(temporary):
-      tf.io.gfile.remove(temporary)
+    if gfile.exists(temporary):
+      gfile.remove(temporary)
 
 
 def _is_leftover(name, pid, names):
@@ -156,11 +163,11 @@ def _is_leftover(name, pid, names):
 
 def _listing(directory):
   """{name: modification time} of the files in directory (none if absent)."""
-  if not tf.io.gfile.isdir(directory):
+  if not gfile.isdir(directory):
     return {}
-  return {name: tf.io.gfile.stat(os.path.join(directory, name)).mtime_nsec
-          for name in tf.io.gfile.listdir(directory)
-          if not tf.io.gfile.isdir(os.path.join(directory, name))}
+  return {name: gfile.mtime_ns(os.path.join(directory, name))
+          for name in gfile.listdir(directory)
+          if not gfile.isdir(os.path.join(directory, name))}
 
 
 @contextlib.contextmanager
@@ -177,17 +184,17 @@ def cleaned_on_failure(directory):
   (SystemExit with status 0) is not a failure.
 
   Args:
-    directory: str, the run's output directory (any tf.io.gfile path).
+    directory: str, the run's output directory (any gfile path).
   """
   before = _listing(directory)
-  existed = tf.io.gfile.exists(directory)
+  existed = gfile.exists(directory)
   try:
     yield
   except BaseException as e:
     if not (isinstance(e, SystemExit) and not e.code):
       try:
         _remove_leftovers(directory, before, existed)
-      except (tf.errors.OpError, OSError) as cleanup_error:
+      except gfile.errors() as cleanup_error:
         # The run's own error is the one to report.
         logging.warning("Could not clean %s: %s", directory,
                         reason(cleanup_error))
@@ -204,12 +211,12 @@ def _remove_leftovers(directory, before, existed):
   for name in written:
     events = name.startswith("events.out.tfevents.")
     if _is_leftover(name, pid, after) or (events and not saved_checkpoint):
-      tf.io.gfile.remove(os.path.join(directory, name))
+      gfile.remove(os.path.join(directory, name))
       logging.info("Removed %s, left by the failed run.",
                    os.path.join(directory, name))
-  if not existed and tf.io.gfile.isdir(directory) and not (
-      tf.io.gfile.listdir(directory)):
-    tf.io.gfile.rmtree(directory)
+  if not existed and gfile.isdir(directory) and not (
+      gfile.listdir(directory)):
+    gfile.rmtree(directory)
 
 
 def write_eval_results(path, results):

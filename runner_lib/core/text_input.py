@@ -1,9 +1,9 @@
 """Plain-text inputs: comma-separated globs, read line by line."""
 
 from absl import logging
-import tensorflow as tf
 
 from runner_lib.core import errors
+from runner_lib.core import gfile
 
 
 def expand_globs(patterns, flag_name="input_file"):
@@ -14,7 +14,7 @@ def expand_globs(patterns, flag_name="input_file"):
   """
   files = []
   for pattern in patterns.split(","):
-    matched = sorted(tf.io.gfile.glob(pattern))
+    matched = gfile.glob(pattern)
     if not matched:
       raise errors.InputError("--%s: no file matches %s." % (flag_name,
                                                             pattern))
@@ -49,7 +49,8 @@ def read_lines(files, skip_invalid=False):
   """Yields the lines of the files, decoded, split on "\\n" only.
 
   As the original's tf.gfile readline, "\\r", U+2028 and the like do not
-  end a line.
+  end a line, and every "\\r" is dropped ("a\\rb" reads as "ab"): TensorFlow's
+  line reader skips them, and the original's tokens depend on it.
 
   Args:
     files: list of str paths.
@@ -64,8 +65,10 @@ def read_lines(files, skip_invalid=False):
   """
   for path in files:
     skipped = 0
-    with tf.io.gfile.GFile(path, "rb") as reader:
+    with gfile.open(path, "rb") as reader:
       for number, line in enumerate(reader, 1):
+        if b"\r" in line:
+          line = line.replace(b"\r", b"")
         try:
           yield line.decode("utf-8")
         except UnicodeDecodeError as e:

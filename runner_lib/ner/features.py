@@ -14,6 +14,7 @@ import collections
 import tensorflow as tf
 
 from runner_lib.core import tfrecord
+from runner_lib.core import tfrecord_writer
 
 
 class InputFeatures(object):
@@ -167,7 +168,7 @@ def serialize(feature):
 def write_features(features, path):
   """Writes features as records at path (atomically); returns their
   count."""
-  with tfrecord.RoundRobinWriter([path]) as writer:
+  with tfrecord_writer.RoundRobinWriter([path]) as writer:
     for feature in features:
       writer.write(serialize(feature))
   return len(features)

@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from runner_lib.core import packing
 from runner_lib.core import tfrecord
+from runner_lib.core import tfrecord_writer
 import tokenization
 
 # The original run_squad.py numbers features from here.
@@ -331,7 +332,7 @@ def write_features(examples, tokenizer, max_seq_length, doc_stride,
     needed and the features could be many).
   """
   kept = []
-  with tfrecord.RoundRobinWriter([path]) as writer:
+  with tfrecord_writer.RoundRobinWriter([path]) as writer:
 
     def output_fn(feature):
       writer.write(serialize(feature, is_training))

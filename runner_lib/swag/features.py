@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from runner_lib.core import packing
 from runner_lib.core import tfrecord
+from runner_lib.core import tfrecord_writer
 from runner_lib.swag import data
 
 
@@ -89,7 +90,7 @@ def write_features(examples, max_seq_length, tokenizer, path):
   Returns:
     int, the number of records written.
   """
-  with tfrecord.RoundRobinWriter([path]) as writer:
+  with tfrecord_writer.RoundRobinWriter([path]) as writer:
     for example in examples:
       writer.write(serialize(convert_single_example(example, max_seq_length,
                                                     tokenizer)))
