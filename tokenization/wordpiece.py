@@ -64,7 +64,8 @@ def read_vocab_tokens(vocab_file):
           raise VocabError("vocab_file %s, line %d is not UTF-8: %s" %
                            (vocab_file, number, e)) from None
   except errors as e:
-    raise VocabError("Cannot read vocab_file %s: %s" % (vocab_file, e)) from None
+    raise VocabError("Cannot read vocab_file %s: %s" %
+                     (vocab_file, e)) from None
   if not tokens:
     raise VocabError("vocab_file %s is empty." % vocab_file)
   return tokens
