@@ -43,34 +43,50 @@ def count_words(lines, do_lower_case, batch_size=4096, progress=None):
   clean = wordpiece.ascii_clean_table(do_lower_case)
   basic = wordpiece.BasicTokenizer(do_lower_case).tokenize
   counts = collections.Counter()
-  done_bytes = 0
+  tokens = collections.Counter()
+  ascii_run = []
 
-  def count_batch(batch):
+  def count_ascii_run():
     # Plain ASCII lines (most of most corpora) are only cleaned and split at
-    # whitespace: a token such as "said," is counted whole, in C, and split
-    # into its words once per batch. Other lines give BasicTokenizer's words,
-    # which split_on_punc leaves as they are.
-    tokens = collections.Counter()
-    for line in batch:
-      tokens.update(line.translate(clean).split() if line.isascii()
-                    else basic(line))
+    # whitespace, a run of them at once (joined by a space, which no token
+    # crosses): a token such as "said," is counted whole, in C, and split
+    # into its words once per batch in flush_batch.
+    tokens.update(" ".join(ascii_run).translate(clean).split())
+    ascii_run.clear()
+
+  def flush_batch():
+    if ascii_run:
+      count_ascii_run()
     # A word first appears inside the first token holding it, so walking the
     # tokens in first-appearance order keeps the words' order too.
     for token, count in tokens.items():
-      for word in text_lib.split_on_punc(token):
-        counts[word] += count
+      if token.isalnum():  # letters and digits only: one word
+        counts[token] += count
+      else:
+        for word in text_lib.split_on_punc(token):
+          counts[word] += count
+    tokens.clear()
     if progress:
       progress(done_bytes, counts)
 
-  batch = []
+  done_bytes = 0
+  batch_lines = 0
   for line in lines:
-    done_bytes += len(line) if line.isascii() else len(line.encode("utf-8"))
-    batch.append(line)
-    if len(batch) == batch_size:
-      count_batch(batch)
-      batch = []
-  if batch:
-    count_batch(batch)
+    if line.isascii():
+      done_bytes += len(line)
+      ascii_run.append(line)
+    else:
+      done_bytes += len(line.encode("utf-8"))
+      if ascii_run:
+        count_ascii_run()
+      # BasicTokenizer's words, which split_on_punc leaves as they are.
+      tokens.update(basic(line))
+    batch_lines += 1
+    if batch_lines == batch_size:
+      flush_batch()
+      batch_lines = 0
+  if batch_lines:
+    flush_batch()
   return counts
 
 
