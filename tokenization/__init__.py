@@ -1,17 +1,55 @@
-"""WordPiece tokenization with the original release's API and output."""
+"""WordPiece tokenization with the original release's API and output.
 
-from tokenization.text import convert_to_unicode
-from tokenization.text import printable_text
-from tokenization.text import whitespace_tokenize
-from tokenization.tokenizers import BasicTokenizer
-from tokenization.tokenizers import convert_by_vocab
-from tokenization.tokenizers import FullTokenizer
-from tokenization.tokenizers import load_vocab
-from tokenization.tokenizers import validate_case_matches_checkpoint
-from tokenization.tokenizers import VocabError
-from tokenization.tokenizers import WordpieceTokenizer
-from tokenization.graph import GraphTokenizer
-from tokenization.preprocessing import BertPreprocessor
-from tokenization.preprocessing import pack_inputs
-from tokenization.tokenizers import check_vocab_tokens
-from tokenization.tokenizers import read_vocab_tokens
+Names are imported on first use (PEP 562), not here: importing TensorFlow
+takes seconds, and worker processes and scripts that only need the
+TensorFlow-free modules (wordpiece, text, vocab_learning,
+wordpiece_learner) must not pay for it. `tokenization.FullTokenizer`,
+`from tokenization import GraphTokenizer` and the like work as before; the
+first one that needs TensorFlow imports it.
+"""
+
+import importlib
+
+# Exported name -> the submodule that defines it.
+_EXPORTS = {
+    "convert_to_unicode": "text",
+    "printable_text": "text",
+    "whitespace_tokenize": "text",
+    "BasicTokenizer": "wordpiece",
+    "check_vocab_tokens": "wordpiece",
+    "convert_by_vocab": "wordpiece",
+    "IdTokenizer": "wordpiece",
+    "load_vocab": "wordpiece",
+    "read_vocab_tokens": "wordpiece",
+    "VocabError": "wordpiece",
+    "WordpieceTokenizer": "wordpiece",
+    "FullTokenizer": "tokenizers",
+    "validate_case_matches_checkpoint": "tokenizers",
+    "GraphTokenizer": "graph",
+    "BertPreprocessor": "preprocessing",
+    "pack_inputs": "preprocessing",
+}
+
+# Submodules reachable as attributes (tokenization.graph) without an import
+# statement of their own, as when this file imported them all.
+_SUBMODULES = ("graph", "preprocessing", "text", "tokenizers",
+               "vocab_learning", "wordpiece", "wordpiece_learner")
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+  if name in _EXPORTS:
+    value = getattr(importlib.import_module("tokenization." + _EXPORTS[name]),
+                    name)
+  elif name in _SUBMODULES:
+    value = importlib.import_module("tokenization." + name)
+  else:
+    raise AttributeError("module 'tokenization' has no attribute %r" % name)
+  # Later lookups find it in the module's dict, without this call.
+  globals()[name] = value
+  return value
+
+
+def __dir__():
+  return sorted(set(globals()) | set(_EXPORTS) | set(_SUBMODULES))

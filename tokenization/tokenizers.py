@@ -1,7 +1,8 @@
 """The original tokenizer API: FullTokenizer, BasicTokenizer, WordPiece.
 
-The per-string methods are a pure-Python rendering of the 2018 algorithm;
-the batch methods run the same algorithm as TensorFlow ops (graph.py).
+The per-string methods are a pure-Python rendering of the 2018 algorithm
+(wordpiece.py, importable without TensorFlow); the batch methods run the
+same algorithm as TensorFlow ops (graph.py).
 """
 
 import collections
@@ -12,16 +13,23 @@ import tensorflow as tf
 
 from tokenization import graph
 from tokenization import text as text_lib
-
-# Tokens every BERT vocab needs: the runners lay inputs out with them.
-REQUIRED_TOKENS = ("[UNK]", "[CLS]", "[SEP]")
+# The pure-Python parts live in wordpiece.py (no TensorFlow); they stay
+# importable from here under their original names.
+# pylint: disable=unused-import
+from tokenization.wordpiece import _WORD_CACHE_SIZE
+from tokenization.wordpiece import BasicTokenizer
+from tokenization.wordpiece import check_vocab_tokens
+from tokenization.wordpiece import convert_by_vocab
+from tokenization.wordpiece import load_vocab
+from tokenization.wordpiece import read_vocab_tokens
+from tokenization.wordpiece import REQUIRED_TOKENS
+from tokenization.wordpiece import VocabError
+from tokenization.wordpiece import WordpieceTokenizer
+# pylint: enable=unused-import
 
 # Strings per call of the TensorFlow path: large enough to amortise the call,
 # small enough to bound the memory of the ragged intermediates.
 BATCH_CHUNK = 8192
-
-# Distinct words whose WordPieces a WordpieceTokenizer remembers.
-_WORD_CACHE_SIZE = 1 << 17
 
 # Released checkpoints whose casing is known, from the original release.
 _LOWER_CASED_MODELS = ("uncased_L-24_H-1024_A-16", "uncased_L-12_H-768_A-12",
@@ -29,10 +37,6 @@ _LOWER_CASED_MODELS = ("uncased_L-24_H-1024_A-16", "uncased_L-12_H-768_A-12",
                        "chinese_L-12_H-768_A-12")
 _CASED_MODELS = ("cased_L-12_H-768_A-12", "cased_L-24_H-1024_A-16",
                  "multi_cased_L-12_H-768_A-12")
-
-
-class VocabError(ValueError):
-  """A vocab file that is missing, unreadable or lacks a needed token."""
 
 
 def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
@@ -64,161 +68,6 @@ def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
       "`--do_lower_case=%s` so that the fine-tuning matches how the model was "
       "pre-trained." % (actual, init_checkpoint, model_name, case_name,
                         opposite))
-
-
-def read_vocab_tokens(vocab_file):
-  """Reads vocab.txt into a list: one token per line (stripped), id = index.
-
-  Args:
-    vocab_file: str, path (any tf.io.gfile path).
-
-  Returns:
-    list of str.
-
-  Raises:
-    VocabError: the file is missing, unreadable, empty or not UTF-8.
-  """
-  tokens = []
-  try:
-    with tf.io.gfile.GFile(vocab_file, "rb") as reader:
-      for number, line in enumerate(reader, 1):
-        try:
-          tokens.append(line.decode("utf-8").strip())
-        except UnicodeDecodeError as e:
-          raise VocabError("vocab_file %s, line %d is not UTF-8: %s" %
-                           (vocab_file, number, e)) from None
-  except (tf.errors.OpError, OSError) as e:
-    raise VocabError("Cannot read vocab_file %s: %s" % (vocab_file, e)) from None
-  if not tokens:
-    raise VocabError("vocab_file %s is empty." % vocab_file)
-  return tokens
-
-
-def check_vocab_tokens(tokens, vocab_file):
-  """Rejects a vocab the tokenizer cannot use unambiguously.
-
-  Args:
-    tokens: list of str from read_vocab_tokens.
-    vocab_file: str, named in messages.
-
-  Raises:
-    VocabError: an empty entry, a duplicate (both lines named) or a missing
-      required token.
-  """
-  first_line = {}
-  for number, token in enumerate(tokens, 1):
-    if not token:
-      raise VocabError("vocab_file %s, line %d is empty." % (vocab_file,
-                                                             number))
-    if token in first_line:
-      raise VocabError(
-          "vocab_file %s has duplicate entry %r on lines %d and %d; each "
-          "token must appear once (its id is its line number - 1)." %
-          (vocab_file, token, first_line[token], number))
-    first_line[token] = number
-  missing = [t for t in REQUIRED_TOKENS if t not in first_line]
-  if missing:
-    raise VocabError("vocab_file %s lacks %s, which BERT inputs need." %
-                     (vocab_file, " and ".join(missing)))
-
-
-def load_vocab(vocab_file):
-  """Reads vocab.txt into an OrderedDict token -> id (line number from 0).
-
-  As the original, a token that appears twice would keep its first position
-  but the id of its last line; FullTokenizer rejects such vocabs.
-
-  Raises:
-    VocabError: see read_vocab_tokens.
-  """
-  vocab = collections.OrderedDict()
-  for index, token in enumerate(read_vocab_tokens(vocab_file)):
-    vocab[token] = index
-  return vocab
-
-
-def convert_by_vocab(vocab, items):
-  """Maps each item through vocab (tokens -> ids or ids -> tokens)."""
-  return [vocab[item] for item in items]
-
-
-class BasicTokenizer(object):
-  """Cleans text, splits CJK, whitespace and punctuation, lower-cases."""
-
-  def __init__(self, do_lower_case=True):
-    """Args: do_lower_case: lower-case and strip accents (uncased models)."""
-    self.do_lower_case = do_lower_case
-
-  def tokenize(self, text):
-    """Splits text (str or UTF-8 bytes) into a list of str words."""
-    text = text_lib.clean_text_and_space_cjk(text_lib.convert_to_unicode(text))
-    split_tokens = []
-    for token in text_lib.whitespace_tokenize(text):
-      if self.do_lower_case:
-        token = text_lib.strip_accents(token.lower())
-      split_tokens.extend(text_lib.split_on_punc(token))
-    # Accent stripping can leave empty or whitespace-only pieces; resplit.
-    return text_lib.whitespace_tokenize(" ".join(split_tokens))
-
-
-class WordpieceTokenizer(object):
-  """Greedy longest-match-first WordPiece, "##" marking continuations."""
-
-  def __init__(self, vocab, unk_token="[UNK]",
-               max_input_chars_per_word=text_lib.MAX_INPUT_CHARS_PER_WORD):
-    """Creates the tokenizer.
-
-    Args:
-      vocab: dict str -> int.
-      unk_token: str, emitted for a word that cannot be covered.
-      max_input_chars_per_word: int; longer words become unk_token.
-    """
-    self.vocab = vocab
-    self.unk_token = unk_token
-    self.max_input_chars_per_word = max_input_chars_per_word
-    # Word frequencies are Zipfian: most words repeat, so remember them.
-    self._cache = {}
-
-  def _tokenize_word(self, word):
-    pieces = self._cache.get(word)
-    if pieces is None:
-      pieces = self._split_word(word)
-      if len(self._cache) < _WORD_CACHE_SIZE:
-        self._cache[word] = pieces
-    return pieces
-
-  def _split_word(self, word):
-    if len(word) > self.max_input_chars_per_word:
-      return [self.unk_token]
-    pieces = []
-    start = 0
-    while start < len(word):
-      end = len(word)
-      while end > start:
-        piece = word[start:end] if start == 0 else "##" + word[start:end]
-        if piece in self.vocab:
-          break
-        end -= 1
-      else:
-        # No prefix of the rest is in the vocab: the whole word is unknown.
-        return [self.unk_token]
-      pieces.append(piece)
-      start = end
-    return pieces
-
-  def tokenize(self, text):
-    """Splits whitespace-separated words into WordPieces.
-
-    Args:
-      text: str, already passed through BasicTokenizer.
-
-    Returns:
-      list of str, e.g. "unaffable" -> ["un", "##aff", "##able"].
-    """
-    output = []
-    for word in text_lib.whitespace_tokenize(text_lib.convert_to_unicode(text)):
-      output.extend(self._tokenize_word(word))
-    return output
 
 
 class FullTokenizer(object):
