@@ -13,6 +13,10 @@ Input: one sentence per line, a blank line between documents. With
 streamed to the outputs without holding the corpus in memory (see
 runner_lib/pretraining/sharding.py): the same statistics, not the same
 records.
+
+No TensorFlow here (on local files): the 2018 tokenizer in pure Python, the
+records framed by hand. Importing TensorFlow would cost more time than
+tokenizing tens of MB.
 """
 
 import os
@@ -21,16 +25,17 @@ import time
 
 from absl import flags
 from absl import logging
-import tensorflow as tf
 
 from runner_lib.core import errors
 from runner_lib.core import fileio
+from runner_lib.core import gfile
+from runner_lib.core import progress
 from runner_lib.core import text_input
 from runner_lib.core import tfrecord_writer
-from runner_lib.pretraining import data as pretraining_data
+from runner_lib.pretraining import documents as pretraining_documents
 from runner_lib.pretraining import instances as pretraining_instances
 from runner_lib.pretraining import sharding
-import tokenization
+from tokenization import wordpiece
 
 FLAGS = flags.FLAGS
 
@@ -114,13 +119,14 @@ def check_flags():
 def main(_):
   options = check_flags()
   try:
-    tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file,
-                                           FLAGS.do_lower_case)
-  except tokenization.VocabError as e:
+    tokens = wordpiece.read_vocab_tokens(FLAGS.vocab_file)
+    wordpiece.check_vocab_tokens(tokens, FLAGS.vocab_file)
+  except wordpiece.VocabError as e:
     raise errors.InputError(str(e)) from None
-  vocab = pretraining_data.masking_vocab(tokenizer)
+  vocab = {token: index for index, token in enumerate(tokens)}
+  masking_vocab = pretraining_documents.masking_vocab(vocab, FLAGS.vocab_file)
   input_files = text_input.expand_globs(FLAGS.input_file)
-  total_bytes = sum(tf.io.gfile.stat(f).length for f in input_files)
+  total_bytes = sum(gfile.size(f) for f in input_files)
   if not total_bytes:
     raise errors.InputError("--input_file %s: the files are empty." %
                             FLAGS.input_file)
@@ -131,20 +137,21 @@ def main(_):
   start = time.time()
   with tfrecord_writer.RoundRobinWriter(output_files, FLAGS.gzip) as writer:
     if FLAGS.num_workers == 1:
-      documents = pretraining_data.read_documents(lines, tokenizer,
-                                                  total_bytes=total_bytes)
+      tokenizer = wordpiece.IdTokenizer(vocab, FLAGS.do_lower_case)
+      documents = pretraining_documents.read_documents(
+          lines, tokenizer.tokenize_ids,
+          progress.Progress("Tokenizing", total_bytes / 1e6))
       logging.info("%d documents tokenized in %.1f s", len(documents),
                    time.time() - start)
       # Park instances beside the outputs: that disk has room for them.
       records = pretraining_instances.create_training_records(
-          documents, options, vocab, FLAGS.dupe_factor,
+          documents, options, masking_vocab, FLAGS.dupe_factor,
           random.Random(FLAGS.random_seed),
           spill_directory=os.path.dirname(os.path.abspath(output_files[0])))
     else:
       records = sharding.sharded_records(
-          lines, total_bytes, FLAGS.num_workers,
-          lambda shard: pretraining_data.read_documents(shard, tokenizer),
-          vocab, options, FLAGS.dupe_factor, FLAGS.random_seed)
+          lines, total_bytes, FLAGS.num_workers, vocab, FLAGS.do_lower_case,
+          options, FLAGS.dupe_factor, FLAGS.random_seed)
     for record in records:
       writer.write(record)
     if not writer.num_written:

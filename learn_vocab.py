@@ -1,8 +1,9 @@
 """Learns a WordPiece vocab.txt from plain text, for pre-training from scratch.
 
 The original release shipped vocabs but no way to make one. This learns one
-with TensorFlow Text's WordPiece learner from the words the original
-BasicTokenizer makes, and prints the vocab_size to put in bert_config.json:
+with TensorFlow Text's WordPiece learner algorithm (vectorized here, no
+TensorFlow needed) from the words the original BasicTokenizer makes, and
+prints the vocab_size to put in bert_config.json:
 
   python learn_vocab.py --input_file=corpus/*.txt --output_file=vocab.txt \
     --vocab_size=30522 --do_lower_case=True --num_unused=99
@@ -10,10 +11,10 @@ BasicTokenizer makes, and prints the vocab_size to put in bert_config.json:
 
 from absl import flags
 from absl import logging
-import tensorflow as tf
 
 from runner_lib.core import errors
 from runner_lib.core import fileio
+from runner_lib.core import gfile
 from runner_lib.core import progress
 from runner_lib.core import text_input
 from tokenization import vocab_learning
@@ -50,7 +51,7 @@ def main(_):
          len(vocab_learning.reserved_tokens(FLAGS.num_unused))))
   fileio.check_output_file(FLAGS.output_file)
   files = text_input.expand_globs(FLAGS.input_file)
-  total_bytes = sum(tf.io.gfile.stat(f).length for f in files)
+  total_bytes = sum(gfile.size(f) for f in files)
   counter = progress.Progress("Counting words", total_bytes / 1e6)
   counts = vocab_learning.count_words(
       text_input.read_lines(files), FLAGS.do_lower_case,
@@ -60,8 +61,7 @@ def main(_):
     raise errors.InputError("--input_file %s holds no words." %
                             FLAGS.input_file)
   logging.info("%d distinct words, %d in all, from %d files. Learning the "
-               "vocab (TensorFlow Text's learner: about 2 s per 1000 distinct "
-               "words).", len(counts), sum(counts.values()), len(files))
+               "vocab.", len(counts), sum(counts.values()), len(files))
   vocab = vocab_learning.learn_vocab(counts, FLAGS.vocab_size,
                                      FLAGS.num_unused, FLAGS.max_unique_chars)
   with fileio.atomic_output(FLAGS.output_file) as writer:

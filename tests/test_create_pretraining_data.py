@@ -3,6 +3,8 @@
 import collections
 import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -11,9 +13,11 @@ import tensorflow as tf
 import tokenization
 from runner_lib.core import tfrecord
 from runner_lib.pretraining import data as pretraining_data
+from runner_lib.pretraining import documents as pretraining_documents
 from runner_lib.pretraining import instances as pretraining_instances
 from runner_lib.pretraining import sharding as pretraining_sharding
 from tests import conftest
+from tokenization import wordpiece
 
 WORDS = ("the of and to in was he that it his for with as had on at by "
          "her not but from she be have an which you they were this my all "
@@ -54,6 +58,14 @@ def synthetic_corpus(path, num_documents=300, seed=0):
   return str(path)
 
 
+def read_documents(lines, vocab_file, do_lower_case=True):
+  """Documents as create_pretraining_data reads them, and the vocab."""
+  vocab = wordpiece.load_vocab(vocab_file)
+  tokenizer = wordpiece.IdTokenizer(vocab, do_lower_case)
+  return pretraining_documents.read_documents(lines,
+                                              tokenizer.tokenize_ids), vocab
+
+
 def options(max_seq_length=64, wwm=False, max_predictions=10):
   return pretraining_instances.InstanceOptions(max_seq_length, 0.1, 0.15,
                                           max_predictions, wwm)
@@ -74,14 +86,13 @@ def records_of(path):
 def test_identical_to_the_original_output(shared_data, mode):
   reference = os.path.join(shared_data, "reference", "create_pretraining_data",
                            "sample_text_seed12345_%s.tfrecord" % mode)
-  tokenizer = tokenization.FullTokenizer(
-      os.path.join(shared_data, "vocab", "uncased_vocab.txt"), True)
   with open(os.path.join(shared_data, "corpus", "sample_text.txt")) as f:
-    documents = pretraining_data.read_documents(f, tokenizer)
+    documents, vocab = read_documents(
+        f, os.path.join(shared_data, "vocab", "uncased_vocab.txt"))
   ours = list(pretraining_instances.create_training_records(
       documents, pretraining_instances.InstanceOptions(128, 0.1, 0.15, 20,
                                                   mode == "wwm"),
-      pretraining_data.masking_vocab(tokenizer), 5, random.Random(12345)))
+      pretraining_instances.MaskingVocab(vocab), 5, random.Random(12345)))
   want = records_of(reference)
   assert len(ours) == len(want) == {"wp": 60, "wwm": 64}[mode]
   got, want = parse(ours, 128, 20), parse(want, 128, 20)
@@ -133,10 +144,9 @@ def check_invariants(features, vocab_size, mask_id, max_predictions,
 
 @pytest.mark.parametrize("seed,wwm", [(1, False), (2, True), (3, False)])
 def test_invariants_and_80_10_10(tmp_path, seed, wwm):
-  tokenizer = tokenization.FullTokenizer(write_vocab(tmp_path / "vocab.txt"))
-  vocab = pretraining_data.masking_vocab(tokenizer)
   with open(synthetic_corpus(tmp_path / "c.txt", 200, seed)) as f:
-    documents = pretraining_data.read_documents(f, tokenizer)
+    documents, tokens = read_documents(f, write_vocab(tmp_path / "vocab.txt"))
+  vocab = pretraining_instances.MaskingVocab(tokens)
   records = list(pretraining_instances.create_training_records(
       documents, options(wwm=wwm), vocab, 3, random.Random(seed)))
   features = parse(records, 64, 10)
@@ -179,23 +189,21 @@ def corpus_stats(features):
 def test_parallel_mode_statistics_match_one_worker(tmp_path):
   vocab_file = write_vocab(tmp_path / "vocab.txt")
   corpus = synthetic_corpus(tmp_path / "c.txt", 400, seed=5)
-  tokenizer = tokenization.FullTokenizer(vocab_file)
   with open(corpus) as f:
     lines = f.readlines()
+  documents, vocab = read_documents(lines, vocab_file)
   single = parse(pretraining_instances.create_training_records(
-      pretraining_data.read_documents(lines, tokenizer), options(),
-      pretraining_data.masking_vocab(tokenizer), 4, random.Random(5)), 64, 10)
+      documents, options(), pretraining_instances.MaskingVocab(vocab), 4,
+      random.Random(5)), 64, 10)
 
   def parallel():
     return list(pretraining_sharding.sharded_records(
-        lines, sum(map(len, lines)), 2,
-        lambda shard: pretraining_data.read_documents(shard, tokenizer),
-        pretraining_data.masking_vocab(tokenizer), options(), 4, 5))
+        lines, sum(map(len, lines)), 2, vocab, True, options(), 4, 5))
 
   records = parallel()
   assert records == parallel()  # deterministic for seed and worker count
   sharded = parse(records, 64, 10)
-  check_invariants(sharded, tokenizer.vocab_size, 4, 10, 0.15, False)
+  check_invariants(sharded, len(vocab), 4, 10, 0.15, False)
   a, b = corpus_stats(single), corpus_stats(sharded)
   assert abs(a["instances"] / b["instances"] - 1) < 0.05, (a, b)
   for key, tolerance in (("mask_rate", 0.003), ("random_next", 0.03),
@@ -292,3 +300,47 @@ def test_fast_shuffle_draws_as_random_shuffle(length):
     assert got == want
     # The generators are left in the same state: later draws agree too.
     assert ours.random() == reference.random()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("num_workers", [1, 2])
+def test_script_needs_no_tensorflow(tmp_path, num_workers):
+  vocab_file = write_vocab(tmp_path / "vocab.txt")
+  corpus = synthetic_corpus(tmp_path / "c.txt", 60, seed=3)
+  output = str(tmp_path / "out.tfrecord")
+  argv = ["create_pretraining_data.py", "--input_file=%s" % corpus,
+          "--output_file=%s" % output, "--vocab_file=%s" % vocab_file,
+          "--max_seq_length=64", "--max_predictions_per_seq=10",
+          "--dupe_factor=2", "--random_seed=4",
+          "--num_workers=%d" % num_workers]
+  code = ("import runpy, sys\n"
+          "sys.argv = %r\n"
+          "try:\n"
+          "  runpy.run_path('create_pretraining_data.py', run_name='__main__')\n"
+          "except SystemExit as e:\n"
+          "  assert not e.code, e.code\n"
+          "assert 'tensorflow' not in sys.modules, 'TensorFlow was imported'\n"
+          % argv)
+  result = subprocess.run([sys.executable, "-c", code], cwd=conftest.REPO_ROOT,
+                          capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-3000:]
+  records = records_of(output)
+  if num_workers == 1:
+    # The records of the same documents tokenized by TensorFlow Text's
+    # batch path (an independent tokenizer), made in this process.
+    tokenizer = tokenization.FullTokenizer(vocab_file)
+    with open(corpus) as f:
+      lines = [line.strip() for line in f]
+    documents = [[]]
+    for line, ids in zip(lines, tokenizer.batch_tokenize_ids(lines)):
+      if not line:
+        documents.append([])
+      elif ids:
+        documents[-1].append(ids)
+    want = list(pretraining_instances.create_training_records(
+        [d for d in documents if d], options(), pretraining_instances
+        .MaskingVocab(tokenizer.vocab), 2, random.Random(4)))
+    assert records == want
+  else:
+    check_invariants(parse(records, 64, 10), len(wordpiece.load_vocab(
+        vocab_file)), 4, 10, 0.15, False)

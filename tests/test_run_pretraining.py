@@ -14,9 +14,7 @@ import pytest
 import tensorflow as tf
 
 import modeling
-import tokenization
 from runner_lib.core import tfrecord_writer
-from runner_lib.pretraining import data as pretraining_data
 from runner_lib.pretraining import instances as pretraining_instances
 from tests import reference
 from tests import test_create_pretraining_data as cpd
@@ -35,13 +33,12 @@ CONFIG = dict(vocab_size=len(cpd.SPECIAL + cpd.WORDS + cpd.PIECES),
 def data(tmp_path_factory):
   """Records of a synthetic corpus (seq 32, 5 predictions) and a config."""
   directory = tmp_path_factory.mktemp("data")
-  tokenizer = tokenization.FullTokenizer(
-      cpd.write_vocab(directory / "vocab.txt"))
   with open(cpd.synthetic_corpus(directory / "corpus.txt", 150)) as f:
-    documents = pretraining_data.read_documents(f, tokenizer)
+    documents, vocab = cpd.read_documents(
+        f, cpd.write_vocab(directory / "vocab.txt"))
   records = pretraining_instances.create_training_records(
       documents, pretraining_instances.InstanceOptions(32, 0.1, 0.15, 5, False),
-      pretraining_data.masking_vocab(tokenizer), 2, random.Random(1))
+      pretraining_instances.MaskingVocab(vocab), 2, random.Random(1))
   path = str(directory / "examples.tfrecord")
   with tfrecord_writer.RoundRobinWriter([path]) as writer:
     for record in records:

@@ -2,20 +2,22 @@
 
 The original holds the whole corpus and every instance in memory, in one
 process. Here the input is cut into shards of at most SHARD_BYTES of text at
-document boundaries; this process tokenizes each shard (TensorFlow Text,
-fast) and worker processes without TensorFlow (core/workers.py) turn its
-documents into shuffled, serialized instances (random next sentences come
-from other documents of the same shard); they are written out in shard order
-as they come. A few shards are in flight at a time, so memory stays flat as
-the corpus grows. Output depends only on the seed, the input and the number
-of workers (which sets the shard size for small inputs).
+document boundaries; worker processes without TensorFlow (core/workers.py)
+tokenize each shard (the pure-Python 2018 tokenizer) and turn its documents
+into shuffled, serialized instances (random next sentences come from other
+documents of the same shard); they are written out in shard order as they
+come. A few shards are in flight at a time, so memory stays flat as the
+corpus grows. Output depends only on the seed, the input and the number of
+workers (which sets the shard size for small inputs).
 """
 
 import random
 
 from runner_lib.core import progress as core_progress
 from runner_lib.core import workers
+from runner_lib.pretraining import documents as documents_lib
 from runner_lib.pretraining import instances
+from tokenization import wordpiece
 
 # Text per shard, at most. Big enough for many documents per shard (random
 # next sentences are drawn within it), small enough to keep workers lean.
@@ -55,17 +57,21 @@ def shard_lines(lines, shard_bytes):
     yield shard
 
 
-def _init_worker(options, vocab, dupe_factor, seed):
-  _worker.update(options=options, vocab=vocab, dupe_factor=dupe_factor,
-                 seed=seed)
+def _init_worker(vocab, do_lower_case, options, dupe_factor, seed):
+  _worker.update(
+      tokenizer=wordpiece.IdTokenizer(vocab, do_lower_case), options=options,
+      vocab=instances.MaskingVocab(vocab), dupe_factor=dupe_factor,
+      seed=seed)
 
 
 def _process_shard(task):
-  """(shard index, documents) -> (number of documents, shuffled records).
+  """(shard index, lines) -> (number of documents, shuffled records).
 
-  Runs in a worker process: instances only, no TensorFlow.
+  Runs in a worker process, without TensorFlow.
   """
-  index, documents = task
+  index, lines = task
+  documents = documents_lib.read_documents(lines,
+                                           _worker["tokenizer"].tokenize_ids)
   # A seed of its own per shard: independent of which worker runs it.
   rng = random.Random("%d:%d" % (_worker["seed"], index))
   rng.shuffle(documents)
@@ -76,17 +82,16 @@ def _process_shard(task):
   return len(documents), records
 
 
-def sharded_records(lines, total_bytes, num_workers, tokenize, vocab, options,
-                    dupe_factor, seed):
+def sharded_records(lines, total_bytes, num_workers, vocab, do_lower_case,
+                    options, dupe_factor, seed):
   """Yields serialized instances of the corpus, made by worker processes.
 
   Args:
     lines: iterable of str, the corpus.
     total_bytes: int, size of the input (sets the shard size).
     num_workers: int >= 1.
-    tokenize: function (list of lines) -> list of documents, as
-      data.read_documents gives them.
-    vocab: instances.MaskingVocab.
+    vocab: dict token -> id (with [MASK]).
+    do_lower_case: bool.
     options: instances.InstanceOptions.
     dupe_factor: int.
     seed: int.
@@ -102,12 +107,12 @@ def sharded_records(lines, total_bytes, num_workers, tokenize, vocab, options,
     for index, shard in enumerate(
         shard_lines(lines, shard_size(total_bytes, num_workers))):
       sizes.append(sum(map(len, shard)))  # characters, as shard_lines counts
-      yield index, tokenize(shard)
+      yield index, shard
 
   done_bytes = documents = num_instances = 0
   for index, (num_documents, records) in enumerate(workers.ordered_map(
       _process_shard, tasks(), num_workers, _init_worker,
-      (options, vocab, dupe_factor, seed))):
+      (vocab, do_lower_case, options, dupe_factor, seed))):
     done_bytes += sizes[index]
     documents += num_documents
     num_instances += len(records)
