@@ -3,9 +3,11 @@
 Builds a corpus of at least --megabytes from ../shared/data/corpus (the
 Gutenberg and WikiText-2 pre-training files, repeated) and one twice as
 large, then runs on each, with the same flags, tf-models-official's port of
-the original script and ours with 1 and 2 workers. Prints wall time, peak
-RSS (summed over the process tree, sampled every 0.1 s) and ratios; the
-last line shows whether memory stays flat as the corpus doubles.
+the original script and ours with 1 and 2 workers; ours with 2 workers also
+on a corpus four times as large. Prints wall time, peak RSS (summed over
+the process tree, sampled every 0.1 s) and ratios; the last lines show
+whether memory stays flat as the corpus doubles (from x1, where shards are
+smaller than the 4 MB cap, and from x2, where both are at it).
 
   .venv/bin/python benchmarks/bench_create_pretraining_data.py [--megabytes=20]
 """
@@ -67,7 +69,7 @@ def main():
       megabytes = float(arg.split("=", 1)[1])
   with tempfile.TemporaryDirectory() as tmp:
     corpora = {}
-    for scale in (1, 2):
+    for scale in (1, 2, 4):
       path = os.path.join(tmp, "corpus_x%d.txt" % scale)
       corpora[scale] = (path, build_corpus(path, megabytes * scale) / 1e6)
     flags = ["--vocab_file=%s" % os.path.join(DATA, "vocab",
@@ -97,6 +99,7 @@ def main():
         results[workers, scale] = run(
             "ours, %d worker%s" % (workers, "s" * (workers > 1)), scale,
             script + ["--num_workers=%d" % workers])
+    results[2, 4] = run("ours, 2 workers", 4, script + ["--num_workers=2"])
     for scale in (1, 2):
       port_seconds, port_rss = results["port", scale]
       for workers in (1, 2):
@@ -105,9 +108,10 @@ def main():
               "port %.2fx" % (corpora[scale][1], workers,
                               "s" * (workers > 1), port_seconds / seconds,
                               rss / port_rss))
-    print("2 workers, corpus x2 vs x1: peak RSS %.2fx, time %.2fx" %
-          (results[2, 2][1] / results[2, 1][1],
-           results[2, 2][0] / results[2, 1][0]))
+    for small, large in ((1, 2), (2, 4)):
+      print("2 workers, corpus x%d vs x%d: peak RSS %.2fx, time %.2fx" %
+            (large, small, results[2, large][1] / results[2, small][1],
+             results[2, large][0] / results[2, small][0]))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from official.nlp.tools import tokenization as port
 
 import tokenization
 from tokenization import tokenizers
+from tokenization import wordpiece as wordpiece_lib
 
 FLAGS = flags.FLAGS
 DATA = os.path.join(os.path.dirname(REPO), "shared", "data")
@@ -97,6 +98,10 @@ def main(argv):
        lambda ts: [ours.tokenize(t) for t in ts]),
       ("ours batch_tokenize", ours.batch_tokenize),
       ("ours batch_tokenize_ids", ours.batch_tokenize_ids),
+      # Pure Python, no TensorFlow (create_pretraining_data's); a new one
+      # per run, so its word cache starts empty each time.
+      ("ours IdTokenizer (no TF)_ids", lambda ts: wordpiece_lib.IdTokenizer(
+          ours.vocab, FLAGS.do_lower_case).tokenize_ids_batch(ts)),
       ("TF Text FastBertTokenizer_ids", fast_bert_ids),
   ]
   ours.batch_tokenize_ids(lines[:100])  # trace once, outside the timings

@@ -46,6 +46,34 @@ def run_script(script, args, timeout=600, cwd=None):
                         timeout=timeout, env=env)
 
 
+# Runs a script as __main__, then fails (exit 99) if TensorFlow was loaded.
+_WITHOUT_TENSORFLOW = """
+import runpy, sys
+sys.argv = %r
+code = 0
+try:
+  runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit as e:
+  code = e.code
+if "tensorflow" in sys.modules:
+  sys.exit("TensorFlow was imported (exit code %%s)" %% code)
+sys.exit(code)
+"""
+
+
+def run_script_without_tensorflow(script, args, timeout=600):
+  """As run_script, and the process fails if it imported TensorFlow.
+
+  Returns:
+    subprocess.CompletedProcess; returncode 1 with "TensorFlow was
+    imported" in stderr where it did.
+  """
+  command, env = _command(script, args)
+  return subprocess.run(
+      [sys.executable, "-c", _WITHOUT_TENSORFLOW % (command[1:],)],
+      cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+
+
 def run_scripts(runs, timeout=600):
   """Runs several top-level scripts at once (as run_script each), for
   independent steps of one test.

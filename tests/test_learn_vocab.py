@@ -11,7 +11,9 @@ pytestmark = pytest.mark.slow
 
 
 def run_script(args):
-  return conftest.run_script("learn_vocab.py", args, timeout=300)
+  # No TensorFlow on local files: it would cost more than the work.
+  return conftest.run_script_without_tensorflow("learn_vocab.py", args,
+                                                timeout=300)
 
 
 def test_learned_vocab_is_usable(tmp_path):
