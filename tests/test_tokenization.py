@@ -15,6 +15,7 @@ import tensorflow as tf
 from official.nlp.tools import tokenization as port
 
 import tokenization
+from tokenization import tokenizers
 from tokenization import graph
 from runner_lib.core import packing as features
 from tests import stress_corpus
@@ -326,3 +327,19 @@ def test_plain_ascii_takes_the_one_pass_path_and_the_rest_the_exact_one(
     assert ours.batch_tokenize_ids(texts[::-1]) == [
         ours.convert_tokens_to_ids(w) for w in want[::-1]]
   assert want[0] == ["[UNK]"]  # cased: "vtff", the controls dropped
+
+
+def test_batch_chunks_on_threads_keep_order(tmp_path, corpus, monkeypatch):
+  # Chunks are tokenized on a thread each; rows must come back in order
+  # whatever chunk finishes first (chunks of 7 lines, uneven last chunk).
+  monkeypatch.setattr(tokenizers, "BATCH_CHUNK", 7)
+  vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "a", ",", "##s", "b"]
+  path = tmp_path / "vocab.txt"
+  path.write_text("\n".join(vocab) + "\n")
+  ours = tokenization.FullTokenizer(str(path), True)
+  lines = corpus[:100]
+  want = [ours.tokenize(line) for line in lines]
+  assert len(lines) == 100 and len(set(map(tuple, want))) > 5
+  assert ours.batch_tokenize(lines) == want
+  assert ours.batch_tokenize_ids(lines) == [
+      ours.convert_tokens_to_ids(tokens) for tokens in want]

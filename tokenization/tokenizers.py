@@ -6,6 +6,8 @@ same algorithm as TensorFlow ops (graph.py).
 """
 
 import collections
+import concurrent.futures
+import os
 import re
 
 import numpy as np
@@ -29,7 +31,7 @@ from tokenization.wordpiece import WordpieceTokenizer
 
 # Strings per call of the TensorFlow path: large enough to amortise the call,
 # small enough to bound the memory of the ragged intermediates.
-BATCH_CHUNK = 8192
+BATCH_CHUNK = 4096
 
 # Released checkpoints whose casing is known, from the original release.
 _LOWER_CASED_MODELS = ("uncased_L-24_H-1024_A-16", "uncased_L-12_H-768_A-12",
@@ -155,8 +157,8 @@ class FullTokenizer(object):
           input_signature=[tf.TensorSpec([None], tf.string)],
           autograph=False)
     encoded = [text_lib.convert_to_unicode(t).encode("utf-8") for t in texts]
-    rows = []
-    for start in range(0, len(encoded), BATCH_CHUNK):
+
+    def tokenize_chunk(start):
       ids, order = self._tokenize_ids_fn(
           tf.constant(encoded[start:start + BATCH_CHUNK], tf.string))
       flat = convert(ids.flat_values.numpy())
@@ -164,7 +166,20 @@ class FullTokenizer(object):
       chunk = [None] * (len(splits) - 1)
       for row, begin, end in zip(order.numpy().tolist(), splits, splits[1:]):
         chunk[row] = flat[begin:end]
-      rows.extend(chunk)
+      return chunk
+
+    starts = range(0, len(encoded), BATCH_CHUNK)
+    rows = []
+    if len(starts) < 2:
+      for start in starts:
+        rows.extend(tokenize_chunk(start))
+      return rows
+    # TensorFlow Text's ops run on one core each and release the GIL: a
+    # chunk per thread keeps every core busy.
+    with concurrent.futures.ThreadPoolExecutor(
+        min(len(starts), os.cpu_count() or 1)) as pool:
+      for chunk in pool.map(tokenize_chunk, starts):
+        rows.extend(chunk)
     return rows
 
   def tokenize(self, text):
