@@ -102,6 +102,22 @@ def corpus(num_lines=3000, seed=2018):
   return lines
 
 
+def basic_words(lines):
+  """The words of the lines, for both casings, by tf-models-official's port
+  of the original BasicTokenizer (an independent reference).
+
+  Returns:
+    list of str.
+  """
+  from official.nlp.tools import tokenization as port  # pylint: disable=g-import-not-at-top
+  words = []
+  for lower in (True, False):
+    basic = port.BasicTokenizer(do_lower_case=lower)
+    for line in lines:
+      words.extend(basic.tokenize(line))
+  return words
+
+
 def vocab_for(words, seed=7, max_pieces=6000):
   """A WordPiece vocab covering much, not all, of the given words.
 

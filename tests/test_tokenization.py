@@ -49,12 +49,7 @@ def corpus():
 
 @pytest.fixture(scope="module")
 def stress_vocab_file(corpus, tmp_path_factory):
-  words = []
-  for lower in (True, False):
-    basic = port.BasicTokenizer(do_lower_case=lower)
-    for line in corpus:
-      words.extend(basic.tokenize(line))
-  tokens = stress_corpus.vocab_for(words)
+  tokens = stress_corpus.vocab_for(stress_corpus.basic_words(corpus))
   return write_vocab(tmp_path_factory.mktemp("vocab") / "vocab.txt", tokens)
 
 

@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 
-from official.nlp.tools import tokenization as port
 import pytest
 import tensorflow as tf
 
@@ -70,12 +69,7 @@ def corpus():
 
 @pytest.fixture(scope="module")
 def stress_vocab_file(corpus, tmp_path_factory):
-  words = []
-  for lower in (True, False):
-    basic = port.BasicTokenizer(do_lower_case=lower)
-    for line in corpus:
-      words.extend(basic.tokenize(line))
-  tokens = stress_corpus.vocab_for(words)
+  tokens = stress_corpus.vocab_for(stress_corpus.basic_words(corpus))
   extra = ["a", "##a", "ab", "##b", "##ab", "A", "##A", "un", "##aff", "cd",
            "##cd", "jim", "henson", "puppet", "##eer", "x", "y", "the", "end"]
   tokens += [t for t in extra + list(PUNCTUATION) if t not in tokens]

@@ -35,7 +35,6 @@ class Interrupted(Exception):
     self.exit_code = 128 + signum
 
 
-
 def user_errors():
   """Errors whose message is the whole story: report it, skip the traceback.
 
@@ -48,6 +47,7 @@ def user_errors():
   if modeling is None or not hasattr(modeling, "CheckpointError"):
     return (InputError,)
   return (InputError, modeling.ConfigError, modeling.CheckpointError)
+
 
 # Refusals the file system can give any write in the middle of a run (a
 # full disk, a quota), after the checks before work passed.
