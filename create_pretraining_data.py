@@ -143,11 +143,14 @@ def main(_):
           progress.Progress("Tokenizing", total_bytes / 1e6))
       logging.info("%d documents tokenized in %.1f s", len(documents),
                    time.time() - start)
-      # Park instances beside the outputs: that disk has room for them.
+      # Park instances beside the outputs, whose disk has room for them;
+      # in $TMPDIR where the outputs go to a remote file system (gs://).
+      spill_directory = None
+      if not gfile.is_remote(output_files[0]):
+        spill_directory = os.path.dirname(os.path.abspath(output_files[0]))
       records = pretraining_instances.create_training_records(
           documents, options, masking_vocab, FLAGS.dupe_factor,
-          random.Random(FLAGS.random_seed),
-          spill_directory=os.path.dirname(os.path.abspath(output_files[0])))
+          random.Random(FLAGS.random_seed), spill_directory)
     else:
       records = sharding.sharded_records(
           lines, total_bytes, FLAGS.num_workers, vocab, FLAGS.do_lower_case,
