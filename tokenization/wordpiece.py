@@ -154,22 +154,30 @@ class WordpieceTokenizer(object):
     self.max_input_chars_per_word = max_input_chars_per_word
     # Word frequencies are Zipfian: most words repeat, so remember them.
     self._cache = {}
+    # No vocab entry is longer than these, so no longer piece is tried (the
+    # original tries them all, in vain): unknown and long words stay cheap.
+    self._max_first = max(map(len, vocab), default=0)
+    self._max_rest = max((len(t) - 2 for t in vocab if t.startswith("##")),
+                         default=0)
 
   def _tokenize_word(self, word):
     pieces = self._cache.get(word)
     if pieces is None:
-      pieces = self._split_word(word)
+      pieces = self.split_word(word)
       if len(self._cache) < _WORD_CACHE_SIZE:
         self._cache[word] = pieces
     return pieces
 
-  def _split_word(self, word):
+  def split_word(self, word):
+    """The WordPieces of one word (no whitespace), e.g. "unaffable" ->
+    ["un", "##aff", "##able"]; [unk_token] where they cannot cover it."""
     if len(word) > self.max_input_chars_per_word:
       return [self.unk_token]
     pieces = []
     start = 0
     while start < len(word):
-      end = len(word)
+      end = min(len(word),
+                self._max_first if start == 0 else start + self._max_rest)
       while end > start:
         piece = word[start:end] if start == 0 else "##" + word[start:end]
         if piece in self.vocab:
@@ -257,14 +265,7 @@ class _IdCache(dict):
   def __init__(self, vocab):
     super().__init__()
     self._vocab = vocab
-    self._unk = (vocab["[UNK]"],)
-    # No vocab entry is longer than these: WordPiece need not try longer
-    # pieces (the original tries them all, in vain), which keeps unknown
-    # and long words cheap.
-    self._max_first = max((len(t) for t in vocab if not t.startswith("##")),
-                          default=0)
-    self._max_rest = max((len(t) - 2 for t in vocab if t.startswith("##")),
-                         default=0)
+    self._wordpiece = WordpieceTokenizer(vocab)
 
   def __missing__(self, token):
     # Letters and digits hold no punctuation: the token is one word.
@@ -280,29 +281,9 @@ class _IdCache(dict):
     return ids
 
   def _word_ids(self, word):
-    """WordpieceTokenizer's greedy longest match, to a tuple of ids."""
-    if len(word) > text_lib.MAX_INPUT_CHARS_PER_WORD:
-      return self._unk
-    vocab = self._vocab
-    ids = []
-    start = 0
-    while start < len(word):
-      if start == 0:
-        end = min(len(word), self._max_first)
-      else:
-        end = min(len(word), start + self._max_rest)
-      while end > start:
-        piece = word[start:end] if start == 0 else "##" + word[start:end]
-        piece_id = vocab.get(piece)
-        if piece_id is not None:
-          break
-        end -= 1
-      else:
-        # No prefix of the rest is in the vocab: the whole word is unknown.
-        return self._unk
-      ids.append(piece_id)
-      start = end
-    return tuple(ids)
+    """WordpieceTokenizer's pieces of one word, as a tuple of ids."""
+    return tuple(map(self._vocab.__getitem__,
+                     self._wordpiece.split_word(word)))
 
 
 class IdTokenizer(object):

@@ -11,7 +11,6 @@ import csv
 import os
 
 from absl import logging
-import tensorflow as tf
 
 from runner_lib.core import errors
 from runner_lib.core import text_input
@@ -81,10 +80,7 @@ class DataProcessor(object):
     Raises:
       errors.InputError: the file is missing or not UTF-8 (its line named).
     """
-    if not tf.io.gfile.exists(input_file):
-      raise errors.InputError("Missing data file %s." % input_file)
-    with tf.io.gfile.GFile(input_file, "rb") as f:
-      text = text_input.decode_utf8(f.read(), input_file)
+    text = text_input.read_text(input_file)
     return list(csv.reader(text.splitlines(), delimiter="\t",
                            quoting=csv.QUOTE_NONE))
 

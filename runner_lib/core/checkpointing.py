@@ -192,6 +192,7 @@ class TrainingCheckpoint(object):
     logging.info("Saved %s", prefix)
     return prefix
 
+
 def remove_temporaries(output_dir):
   """Deletes what an interrupted checkpoint write left in output_dir
   (`*.tempstate*`, `checkpoint.tmp*`). Only safe while no other process

@@ -20,6 +20,24 @@ def reason(e):
   return message.rsplit("; ", 1)[-1].strip()
 
 
+def naming_file(error, path):
+  """error, naming path where it names no file.
+
+  A buffered write's OSError (a full disk, often seen only at the flush)
+  carries no file name; errors.write_failure reports the name it carries.
+
+  Args:
+    error: OSError.
+    path: str, the file being written.
+
+  Returns:
+    OSError.
+  """
+  if error.filename is not None or not error.errno:
+    return error
+  return OSError(error.errno, error.strerror, path)
+
+
 def check_output_dir(path, flag="output_dir"):
   """Checks, before any work, that `path` is a directory this process can
   write into, or one it can create.
@@ -73,7 +91,7 @@ def check_writable(directory, culprit):
   Raises:
     errors.OutputError: "culprit: reason".
   """
-  if "://" not in directory:
+  if not gfile.is_remote(directory):
     directory = os.path.abspath(directory)
   existing = directory
   while not gfile.exists(existing):
@@ -130,11 +148,7 @@ def atomic_output(path, mode="w"):
       with writer:
         yield writer
     except OSError as e:
-      if e.filename is not None or not e.errno:
-        raise
-      # A buffered write's error (a full disk, seen at the flush) names no
-      # file: name the one written.
-      raise OSError(e.errno, e.strerror, temporary) from None
+      raise naming_file(e, temporary) from None
     try:
       gfile.rename(temporary, path)
     except gfile.errors() as e:

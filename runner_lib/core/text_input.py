@@ -45,6 +45,18 @@ def decode_utf8(data, path):
   return text[1:] if text.startswith("\ufeff") else text
 
 
+def read_text(path):
+  """A data file's whole text (decode_utf8).
+
+  Raises:
+    errors.InputError: the file is missing, or not UTF-8 (its line named).
+  """
+  if not gfile.exists(path):
+    raise errors.InputError("Missing data file %s." % path)
+  with gfile.open(path, "rb") as f:
+    return decode_utf8(f.read(), path)
+
+
 def read_lines(files, skip_invalid=False):
   """Yields the lines of the files, decoded, split on "\\n" only.
 

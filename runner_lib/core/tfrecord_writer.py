@@ -113,8 +113,7 @@ class RoundRobinWriter(object):
     try:
       self._writers[index].write(frame(record))
     except OSError as e:
-      # A buffered write's error names no file: name the one written.
-      raise OSError(e.errno, e.strerror, self._temporary[index]) from None
+      raise fileio.naming_file(e, self._temporary[index]) from None
     self.num_written += 1
 
   def close(self):

@@ -9,8 +9,6 @@ import csv
 import io
 import os
 
-import tensorflow as tf
-
 from runner_lib.core import errors
 from runner_lib.core import text_input
 
@@ -48,13 +46,6 @@ class SwagExample(object):
         self.label)
 
 
-def _read_text(path):
-  if not tf.io.gfile.exists(path):
-    raise errors.InputError("Missing data file %s." % path)
-  with tf.io.gfile.GFile(path, "rb") as f:
-    return text_input.decode_utf8(f.read(), path)
-
-
 def read_swag_examples(path, has_label=True):
   """Reads the examples of one SWAG CSV file.
 
@@ -72,7 +63,7 @@ def read_swag_examples(path, has_label=True):
       that is not an integer in [0, NUM_CHOICES), no examples; naming the
       file and line.
   """
-  reader = csv.reader(io.StringIO(_read_text(path), newline=""))
+  reader = csv.reader(io.StringIO(text_input.read_text(path), newline=""))
   header = next(reader, None)
   if header is None:
     raise errors.InputError("%s is empty; expected the SWAG header %s." %
