@@ -2,7 +2,7 @@
 PYTHON := .venv/bin/python
 VENV_STAMP := .venv/.installed
 
-.PHONY: setup test test-fast demo benchmark
+.PHONY: setup test test-fast demo benchmark benchmark-hf
 
 setup: $(VENV_STAMP)
 
@@ -36,3 +36,16 @@ benchmark: $(VENV_STAMP)
 	$(PYTHON) benchmarks/bench_trim.py
 	$(PYTHON) benchmarks/bench_create_pretraining_data.py
 	$(PYTHON) benchmarks/bench_learn_vocab.py
+
+# PyTorch (the CPU build this machine keeps on disk for pip) and
+# HuggingFace transformers, for bench_hf_classifier.py's other side only:
+# never imported by the project or its tests.
+.venv-hf/.installed:
+	python3 -m venv .venv-hf
+	.venv-hf/bin/python -m pip install --quiet torch==2.13.0 transformers==4.57.6
+	touch .venv-hf/.installed
+
+.venv-hf: .venv-hf/.installed
+
+benchmark-hf: $(VENV_STAMP) .venv-hf/.installed
+	$(PYTHON) benchmarks/bench_hf_classifier.py

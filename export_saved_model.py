@@ -56,14 +56,17 @@ squad_options.define_version_2_flags()
 
 
 def build_module(config):
-  """The task's model (weights not loaded yet) in its serving module."""
+  """The task's model (weights not loaded yet) in its serving module.
+  Served batches are trimmed (modules.trim_padding), so the tasks that read
+  no padding position let the encoder skip it (Task.model_builder)."""
   common = (FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length)
   if FLAGS.task == "classifier":
     if not FLAGS.task_name:
       raise errors.InputError("--task=classifier needs --task_name.")
     processor = classifier_data.get_processor(FLAGS.task_name)
     model = classifier_task.ClassificationTask(
-        config, FLAGS.max_seq_length, processor.get_labels()).build_model()
+        config, FLAGS.max_seq_length,
+        processor.get_labels()).model_builder(skip_padding=True)()
     return modules.ClassifierModule(model, *common, processor.get_labels(),
                                     pair=processor.COLUMNS[1] is not None)
   if FLAGS.task == "squad":
@@ -77,11 +80,13 @@ def build_module(config):
         version_2_with_negative=FLAGS.version_2_with_negative,
         null_score_diff_threshold=FLAGS.null_score_diff_threshold)
   if FLAGS.task == "swag":
-    model = swag_task.SwagTask(config, FLAGS.max_seq_length).build_model()
-    return modules.SwagModule(model, *common)
+    task = swag_task.SwagTask(config, FLAGS.max_seq_length)
+    return modules.SwagModule(task.model_builder(skip_padding=True)(),
+                              *common)
   if FLAGS.task == "ner":
     task = ner_options.make_task(config)
-    return modules.NerModule(task.build_model(), *common, task.label_list)
+    return modules.NerModule(task.model_builder(skip_padding=True)(), *common,
+                             task.label_list)
   return modules.EncoderModule(modeling.BertModel(config), *common)
 
 

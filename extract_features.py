@@ -84,8 +84,11 @@ def main(_):
         "--batch_size=%d must be a multiple of the %d replicas." %
         (FLAGS.batch_size, strategy.num_replicas_in_sync))
   with strategy.scope():
+    # Only real tokens' values are written: with trimmed batches the
+    # encoder can skip the padding.
     model = modeling.BertModel(
-        config, use_one_hot_embeddings=FLAGS.use_one_hot_embeddings)
+        config, use_one_hot_embeddings=FLAGS.use_one_hot_embeddings,
+        skip_padding=runner_flags.trims(strategy))
   modeling.load_checkpoint(model, checkpoint)
 
   def predict_fn(batch):

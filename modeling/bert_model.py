@@ -32,7 +32,8 @@ class BertModel(keras.Model):
   """
 
   def __init__(self, config, use_one_hot_embeddings=False, seed=None,
-               causal_attention=False, name="bert", **kwargs):
+               causal_attention=False, skip_padding=False, name="bert",
+               **kwargs):
     """Creates the model and all its weights.
 
     Args:
@@ -42,12 +43,20 @@ class BertModel(keras.Model):
         random module, which tf_keras.utils.set_random_seed seeds).
       causal_attention: bool; each position attends only to itself and
         earlier ones (the paper's left-to-right LM ablation), not both ways.
+      skip_padding: bool; the layers' dense parts (projections,
+        feed-forward, LayerNorm) run on the real tokens' rows only and
+        every output is zero at padding positions, where the original's
+        outputs are values of no use. The real positions' outputs are the
+        same to float32 rounding. An attribute: a runner may set it before
+        the first call is traced. Not for XLA or TPUs (the number of real
+        tokens is known only at run time).
       name: Keras name.
       **kwargs: passed to keras.Model.
     """
     super().__init__(name=name, **kwargs)
     self.config = config
     self.causal_attention = causal_attention
+    self.skip_padding = skip_padding
     if seed is None:
       seed = random.getrandbits(30)
     self.embeddings = layers.Embeddings(
@@ -100,6 +109,7 @@ class BertModel(keras.Model):
         "sequence_output": float [B, T, H], the last layer;
         "pooled_output": float [B, H], the pooler on [CLS];
         "all_encoder_layers": list of L float [B, T, H], every layer;
+          with skip_padding, zero at padding positions;
         "embedding_output": float [B, T, H], the input of layer 0.
     """
     input_ids = tf.convert_to_tensor(inputs["input_ids"])
@@ -123,14 +133,20 @@ class BertModel(keras.Model):
       # [B, T, T]: row f may attend to columns t <= f.
       attention_mask *= tf.linalg.band_part(
           tf.ones([length, length], attention_mask.dtype), -1, 0)
+    real_tokens = layers.RealTokens(input_mask) if self.skip_padding else None
+    hidden_states = (embedding_output if real_tokens is None else
+                     real_tokens.gather(embedding_output))
     all_encoder_layers = []
-    hidden_states = embedding_output
     for layer in self.encoder_layers:
-      hidden_states = layer(hidden_states, attention_mask, training=training)
-      all_encoder_layers.append(hidden_states)
+      hidden_states = layer(hidden_states, attention_mask, training=training,
+                            real_tokens=real_tokens)
+      all_encoder_layers.append(hidden_states if real_tokens is None else
+                                real_tokens.scatter(hidden_states))
+    sequence_output = (all_encoder_layers[-1] if all_encoder_layers else
+                       embedding_output)
     return {
-        "sequence_output": hidden_states,
-        "pooled_output": self.pooler(hidden_states),
+        "sequence_output": sequence_output,
+        "pooled_output": self.pooler(sequence_output),
         "all_encoder_layers": all_encoder_layers,
         "embedding_output": embedding_output,
     }

@@ -69,10 +69,24 @@ def create_initializer(initializer_range=0.02):
   return keras.initializers.TruncatedNormal(stddev=initializer_range)
 
 
+class LayerNorm(keras.layers.LayerNormalization):
+  """Keras' LayerNormalization over the last axis of inputs of any rank.
+
+  Keras turns axis=-1 into a positive axis for the rank of the first
+  input, so a layer built on [B, T, H] could not take the [N, H] rows of
+  BertModel.skip_padding. The arithmetic is Keras' own (its non-fused
+  path: the original's epsilon is below what the fused one allows).
+  """
+
+  def build(self, input_shape):
+    super().build(input_shape)
+    assert not self._fused, "the fused path would be rank-specific"
+    self.axis = [-1]
+
+
 def layer_norm(name="LayerNorm"):
   """A LayerNorm over the last axis with the original's epsilon."""
-  return keras.layers.LayerNormalization(
-      axis=-1, epsilon=LAYER_NORM_EPSILON, name=name)
+  return LayerNorm(axis=-1, epsilon=LAYER_NORM_EPSILON, name=name)
 
 
 class Dropout(keras.layers.Layer):
@@ -187,6 +201,33 @@ class Embeddings(keras.layers.Layer):
     return self.dropout(output, training=training)
 
 
+class RealTokens:
+  """Where a batch's real tokens are, to compute on them alone.
+
+  Gathers [B, T, H] to [N, H], the N unmasked positions' rows in batch
+  then position order, and scatters them back with zeros at masked
+  positions. The dense parts of a Transformer layer (projections,
+  feed-forward, LayerNorm, dropout) treat each position on its own, so on
+  the gathered rows they compute what the padded batch computes at real
+  positions, skipping the padding; only attention needs the [B, T] layout.
+  Its scores and values at padding positions are masked out as before.
+  """
+
+  def __init__(self, input_mask):
+    """Args: input_mask: int or bool [B, T], nonzero at real tokens."""
+    self.positions = tf.where(tf.cast(input_mask, tf.bool))  # [N, 2] int64
+    self.batch_shape = tf.shape(input_mask, out_type=tf.int64)  # [B, T]
+
+  def gather(self, x):
+    """[B, T, H] -> [N, H], the real positions' rows."""
+    return tf.gather_nd(x, self.positions)
+
+  def scatter(self, x):
+    """[N, H] -> [B, T, H], zeros at masked positions."""
+    return tf.scatter_nd(self.positions, x, tf.concat(
+        [self.batch_shape, tf.shape(x, out_type=tf.int64)[1:]], 0))
+
+
 class SelfAttention(keras.layers.Layer):
   """Scope attention/self: multi-head scaled dot-product self-attention."""
 
@@ -219,25 +260,30 @@ class SelfAttention(keras.layers.Layer):
                        self.size_per_head])  # [B, T, N, D]
     return tf.transpose(x, [0, 2, 1, 3])  # [B, N, T, D]
 
-  def call(self, hidden_states, attention_mask, training=None):
+  def call(self, hidden_states, attention_mask, training=None, real_tokens=None):
     """Attends every position to every unmasked position.
 
     Args:
-      hidden_states: float [B, T, H].
+      hidden_states: float [B, T, H], or [N, H] rows gathered by real_tokens.
       attention_mask: float [B, 1 or F, T]; 1 where attending is allowed,
         0 where not (padding). Rows broadcast over the from-positions.
       training: bool, whether dropout is active.
+      real_tokens: a RealTokens, or None when hidden_states is [B, T, H].
 
     Returns:
-      float [B, T, N * D], the per-head contexts, heads concatenated.
+      float [B, T, N * D] (or [N, N * D] when gathered), the per-head
+      contexts, heads concatenated.
     """
-    batch_size = tf.shape(hidden_states)[0]
-    seq_length = tf.shape(hidden_states)[1]
-    query = self._split_heads(self.query(hidden_states), batch_size,
-                              seq_length)
-    key = self._split_heads(self.key(hidden_states), batch_size, seq_length)
-    value = self._split_heads(self.value(hidden_states), batch_size,
-                              seq_length)
+    def projected(dense):
+      output = dense(hidden_states)
+      return output if real_tokens is None else real_tokens.scatter(output)
+
+    query, key, value = [projected(dense)
+                         for dense in (self.query, self.key, self.value)]
+    batch_size = tf.shape(query)[0]
+    seq_length = tf.shape(query)[1]
+    query, key, value = [self._split_heads(x, batch_size, seq_length)
+                         for x in (query, key, value)]
     # [B, N, F, T]. Scaled after the product, in the original's order.
     scores = tf.matmul(query, key, transpose_b=True)
     scores *= 1.0 / math.sqrt(float(self.size_per_head))
@@ -247,8 +293,9 @@ class SelfAttention(keras.layers.Layer):
     probs = self.dropout(probs, training=training)
     context = tf.matmul(probs, value)  # [B, N, F, D]
     context = tf.transpose(context, [0, 2, 1, 3])  # [B, F, N, D]
-    return tf.reshape(context, [batch_size, seq_length,
-                                self.num_attention_heads * self.size_per_head])
+    context = tf.reshape(context, [
+        batch_size, seq_length, self.num_attention_heads * self.size_per_head])
+    return context if real_tokens is None else real_tokens.gather(context)
 
 
 class TransformerLayer(keras.layers.Layer):
@@ -290,19 +337,21 @@ class TransformerLayer(keras.layers.Layer):
     self.output_layer_norm = layer_norm("output_LayerNorm")
     self.dropout = Dropout(hidden_dropout_prob, dropout_seed + 1)
 
-  def call(self, hidden_states, attention_mask, training=None):
+  def call(self, hidden_states, attention_mask, training=None, real_tokens=None):
     """Runs one block.
 
     Args:
-      hidden_states: float [B, T, H], the previous layer's output.
+      hidden_states: float [B, T, H], the previous layer's output, or its
+        [N, H] real positions gathered by real_tokens.
       attention_mask: float [B, 1 or F, T], 1 = may attend.
       training: bool, whether dropout is active.
+      real_tokens: a RealTokens, or None for [B, T, H] hidden states.
 
     Returns:
-      float [B, T, H].
+      float, the shape of hidden_states.
     """
     attention = self.attention(hidden_states, attention_mask,
-                               training=training)
+                               training=training, real_tokens=real_tokens)
     attention = self.dropout(self.attention_output(attention),
                              training=training)
     attention = self.attention_layer_norm(attention + hidden_states)

@@ -201,3 +201,58 @@ def test_feature_layers_resolve_like_extract_features_layers():
     resolve([12], 12)
   with pytest.raises(ValueError, match="named twice"):
     resolve([-1, 11], 12)
+
+
+def test_skipping_padding_gives_the_real_positions_values(tmp_path):
+  config = tiny_config()
+  model, weights = loaded_model(tmp_path, config)
+  skipping = modeling.BertModel(config, skip_padding=True)
+  modeling.load_checkpoint(skipping, str(tmp_path / "bert_model.ckpt"))
+  batch = padded_pair_batch(config)
+  real = batch["input_mask"].astype(bool)
+  got = skipping(batch)
+  want = reference.np_bert(weights, config, **batch)
+  np.testing.assert_allclose(got["pooled_output"].numpy(),
+                             want["pooled_output"], atol=1e-5)
+  for g, w in zip(got["all_encoder_layers"], want["all_encoder_layers"]):
+    np.testing.assert_allclose(g.numpy()[real], w[real], atol=1e-5)
+    assert not g.numpy()[~real].any()
+  assert got["sequence_output"] is got["all_encoder_layers"][-1]
+
+  # Gradients of a loss on real positions are those of the padded model,
+  # traced once for batches of any size and length.
+  def gradients(bert):
+    @tf.function(input_signature=[{
+        name: tf.TensorSpec([None, None], tf.int32) for name in batch}])
+    def step(inputs):
+      with tf.GradientTape() as tape:
+        outputs = bert(inputs, training=False)
+        weights = tf.cast(inputs["input_mask"], tf.float32)[:, :, None]
+        loss = (tf.reduce_sum(outputs["pooled_output"] ** 2) +
+                tf.reduce_sum(outputs["sequence_output"] ** 2 * weights))
+      return [tf.convert_to_tensor(g) for g in
+              tape.gradient(loss, bert.trainable_variables)]
+    return [[g.numpy() for g in step(inputs)]
+            for inputs in (batch, padded_pair_batch(config, seed=2, batch=2,
+                                                    length=16))]
+  for ours, padded in zip(gradients(skipping), gradients(model)):
+    for g, w in zip(ours, padded):
+      np.testing.assert_allclose(g, w, atol=1e-5, rtol=1e-5)
+
+
+def test_skipping_padding_with_causal_attention_and_dropout(tmp_path):
+  config = tiny_config(hidden_dropout_prob=0.2,
+                       attention_probs_dropout_prob=0.2)
+  batch = padded_pair_batch(config)
+  real = batch["input_mask"].astype(bool)
+  outputs = []
+  for skip_padding in (False, True):
+    model = modeling.BertModel(config, causal_attention=True,
+                               skip_padding=skip_padding)
+    modeling.load_checkpoint(model, reference.write_tf1_checkpoint(
+        str(tmp_path / "bert_model.ckpt"), reference.random_weights(config,
+                                                                    0)))
+    outputs.append(model(batch)["sequence_output"].numpy())
+    training = model(batch, training=True)["sequence_output"].numpy()
+    assert np.abs(training - outputs[-1])[real].max() > 1e-2
+  np.testing.assert_allclose(outputs[1][real], outputs[0][real], atol=1e-5)

@@ -101,3 +101,29 @@ def test_masked_lm_matches_model_garden_pretrainer(tmp_path):
                  "masked_lm_positions": positions})
   np.testing.assert_allclose(got["masked_lm_logits"].numpy(),
                              want["mlm_logits"].numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("index", range(len(CONFIGS)))
+def test_skipping_padding_matches_model_garden_at_real_positions(tmp_path,
+                                                                 index):
+  config = modeling.BertConfig(**CONFIGS[index])
+  weights = reference.random_weights(config, seed=index, heads=False)
+  theirs = reference.model_garden_encoder(config)
+  v1 = converted(tmp_path, config, weights, theirs)
+  ours = modeling.BertModel(config, skip_padding=True)
+  modeling.load_checkpoint(ours, v1)
+
+  ids, mask, segments = batch_for(config, seed=index + 10)
+  got = ours({"input_ids": ids, "input_mask": mask, "segment_ids": segments})
+  want = theirs({"input_word_ids": ids, "input_mask": mask,
+                 "input_type_ids": segments})
+  real = mask.astype(bool)
+  np.testing.assert_allclose(got["pooled_output"].numpy(),
+                             want["pooled_output"].numpy(), atol=1e-5)
+  for g, w in zip(got["all_encoder_layers"] + [got["sequence_output"]],
+                  want["encoder_outputs"] + [want["sequence_output"]]):
+    np.testing.assert_allclose(g.numpy()[real], w.numpy()[real], atol=1e-5)
+    # Padding positions are zeros (Model Garden's are not: they are
+    # computed like any other position).
+    assert not g.numpy()[~real].any()
+    assert np.abs(w.numpy()[~real]).max() > 0.1

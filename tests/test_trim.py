@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ import tensorflow as tf
 
 import modeling
 from runner_lib.classifier import task as classifier_task
+from runner_lib.core import flags as runner_flags
 from runner_lib.core import input_pipeline
 from runner_lib.core import predict
 from runner_lib.core import tfrecord
@@ -74,6 +76,39 @@ def test_tasks_name_their_per_position_features():
   assert squad.sequence_features(False) == ()
   assert pretraining_task.PretrainingTask(
       CONFIG, 64, 20).sequence_features(True) == ()
+
+
+def test_only_tasks_that_read_no_padding_skip_it():
+  tasks = {
+      "classifier": classifier_task.ClassificationTask(CONFIG, 64,
+                                                       ["0", "1"]),
+      "ner": ner_task.NerTask(CONFIG, 64, ["O", "B-X", "I-X"]),
+      "ner_features": ner_task.FeatureBasedNerTask(
+          CONFIG, 64, ["O", "B-X", "I-X"], feature_layers=(-1, -2),
+          lstm_units=4),
+      "swag": swag_task.SwagTask(CONFIG, 64),
+      # The original's n-best ranks the padding's logits.
+      "squad": squad_task.SquadTask(CONFIG, 64),
+      "pretraining": pretraining_task.PretrainingTask(CONFIG, 64, 20),
+  }
+  skipping = {name for name, task in tasks.items()
+              if task.model_builder(True)().bert.skip_padding}
+  assert skipping == {"classifier", "ner", "ner_features", "swag"}
+  assert not any(task.model_builder(False)().bert.skip_padding
+                 for task in tasks.values())
+
+
+def test_runners_skip_padding_only_when_trimmed_without_xla(monkeypatch):
+  task = classifier_task.ClassificationTask(CONFIG, 64, ["0", "1"])
+  strategy = tf.distribute.get_strategy()
+  for trim, xla, want in ((False, False, False), (True, True, False),
+                          (True, False, True)):
+    monkeypatch.setattr(runner_flags, "FLAGS", types.SimpleNamespace(
+        trim_padding=trim, use_xla=xla))
+    assert runner_flags.skips_padding(task, strategy) is want
+  # Trimmed, no XLA, but the task reads the padding.
+  assert runner_flags.skips_padding(squad_task.SquadTask(CONFIG, 64),
+                                    strategy) is False
 
 
 def write_records(path, lengths, width, seed):
@@ -308,8 +343,10 @@ task = classifier_task.ClassificationTask(config, 64, ["0", "1"])
 weights = []
 for trim in (task.sequence_features(True), ()):
   tf.keras.utils.set_random_seed(1)
+  # As runner_flags.skips_padding: trimmed and no XLA skips the padding.
   trainer = training.Trainer(
-      strategy, task.build_model, task.loss, tempfile.mkdtemp(), 1e-3, 4, 1,
+      strategy, task.model_builder(bool(trim) and not settings["xla"]),
+      task.loss, tempfile.mkdtemp(), 1e-3, 4, 1,
       jit_compile=settings["xla"],
       gradient_accumulation_steps=settings["accumulation"])
   trainer.train(input_pipeline.training_dataset_fn(

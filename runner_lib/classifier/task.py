@@ -15,6 +15,8 @@ class ClassificationTask(task.Task):
   a regression score (STS-B)."""
 
   HEADS = (modeling.ClassifierHead,)
+  # Reads the [CLS] position only.
+  SKIP_PADDING = True
 
   def __init__(self, config, max_seq_length, label_list, metric_names=()):
     """Args:

@@ -210,6 +210,14 @@ def trim_features(task, strategy, is_training):
   return task.sequence_features(is_training) if trims(strategy) else ()
 
 
+def skips_padding(task, strategy):
+  """Whether the task's encoder computes on real tokens only
+  (Task.model_builder): the task reads no padding position
+  (Task.SKIP_PADDING), batches are trimmed, and no --use_xla (XLA compiles
+  static shapes; the number of real tokens is known only at run time)."""
+  return task.SKIP_PADDING and trims(strategy) and not FLAGS.use_xla
+
+
 # Integer flags of define_training_flags that must be at least 1 (where
 # the runner defines them).
 POSITIVE_TRAINING_FLAGS = tuple(mode + "_batch_size" for mode in _MODES) + (
@@ -295,7 +303,7 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
 
   Args:
     strategy: tf.distribute.Strategy.
-    task: an object with build_model() and loss(model, batch, training).
+    task: core/task.Task.
     num_train_steps: int.
     num_warmup_steps: int.
 
@@ -315,8 +323,8 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
       outdir_lock.lock_until_exit(FLAGS.output_dir)):
     checkpointing.remove_temporaries(FLAGS.output_dir)
   return training.Trainer(
-      strategy, task.build_model, task.loss, FLAGS.output_dir,
-      FLAGS.learning_rate, num_train_steps, num_warmup_steps,
+      strategy, task.model_builder(skips_padding(task, strategy)), task.loss,
+      FLAGS.output_dir, FLAGS.learning_rate, num_train_steps, num_warmup_steps,
       FLAGS.iterations_per_loop, FLAGS.save_checkpoints_steps,
       FLAGS.keep_checkpoint_max, FLAGS.use_xla,
       FLAGS.gradient_accumulation_steps, FLAGS.optimizer,

@@ -27,9 +27,14 @@ class Task(abc.ABC):
     HEADS: tuple of head layer classes (modeling.heads) this task adds to a
       pre-trained BERT. Their variables are the ones a pre-training
       checkpoint may lack (see new_variables).
+    SKIP_PADDING: bool; True where no loss or output reads the encoder at
+      a padding position, so that with trimmed batches the runner lets
+      the encoder compute on real tokens only (BertModel.skip_padding).
+      False (the default) keeps the original's values there.
   """
 
   HEADS = ()
+  SKIP_PADDING = False
 
   def __init__(self, config, max_seq_length):
     """Args: config: modeling.BertConfig; max_seq_length: int, the length
@@ -41,6 +46,23 @@ class Task(abc.ABC):
   def build_model(self):
     """Returns a Keras model holding a BertModel as `.bert` and this task's
     heads, all weights created (modeling.variable_map must cover them)."""
+
+  def model_builder(self, skip_padding):
+    """build_model, the encoder computing on real tokens only
+    (BertModel.skip_padding) where skip_padding and SKIP_PADDING.
+
+    Args:
+      skip_padding: bool, whether the run allows it (trimmed batches, no
+        XLA).
+
+    Returns:
+      A function of no arguments returning the model.
+    """
+    def build_model():
+      model = self.build_model()
+      model.bert.skip_padding = skip_padding and self.SKIP_PADDING
+      return model
+    return build_model
 
   @abc.abstractmethod
   def name_to_features(self, is_training):

@@ -16,6 +16,8 @@ class NerTask(task.Task):
   """Fine-tuning on token tagging: a tag at each word's first piece."""
 
   HEADS = (modeling.TokenClassifierHead,)
+  # The loss and the tags read word-piece positions only.
+  SKIP_PADDING = True
 
   def __init__(self, config, max_seq_length, label_list):
     """Args:

@@ -15,6 +15,8 @@ class SwagTask(task.Task):
   """Fine-tuning on SWAG: which of four endings follows the context."""
 
   HEADS = (modeling.MultipleChoiceHead,)
+  # Reads each choice's [CLS] position only.
+  SKIP_PADDING = True
 
   def build_model(self):
     """BertMultipleChoice over NUM_CHOICES choices."""
