@@ -7,8 +7,8 @@ encoder weights (BERT's initializer; no pre-trained MiniLM is reachable
 offline, so dev accuracy only shows the two learn alike). Each side is a
 fresh process timed from start to exit, reading the TSVs itself:
 - ours: `run_classifier.py --do_train --do_eval` as a user runs it
-  (trimmed batches, the encoder skipping padding), and with
-  --notrim_padding (the original's shapes);
+  (trimmed batches, the encoder skipping padding), with --notrim_padding
+  (the original's shapes) and with --bucket_by_length;
 - HuggingFace: benchmarks/hf_classifier.py in .venv-hf (PyTorch CPU
   build and transformers: `make .venv-hf`), batches padded to their
   longest sequence (DataCollatorWithPadding) and to 128.
@@ -92,7 +92,7 @@ def main(argv):
   directory = tempfile.mkdtemp()
   config_file, prefix, npz = initial_checkpoint(directory)
 
-  def ours(trim):
+  def ours(trim, bucket=False):
     output_dir = tempfile.mkdtemp(dir=directory)
 
     def accuracy(_):
@@ -108,7 +108,8 @@ def main(argv):
         "--max_seq_length=128", "--train_batch_size=32",
         "--learning_rate=2e-5", "--num_train_epochs=1",
         "--output_dir=" + output_dir,
-        "--trim_padding" if trim else "--notrim_padding"], accuracy)
+        "--trim_padding" if trim else "--notrim_padding",
+        "--bucket_by_length" if bucket else "--nobucket_by_length"], accuracy)
 
   def huggingface(padding):
     return timed([FLAGS.hf_python, "benchmarks/hf_classifier.py",
@@ -118,6 +119,7 @@ def main(argv):
                  lambda out: json.loads(out.splitlines()[-1])["eval_accuracy"])
 
   runs = {"ours": lambda: ours(True), "ours_full": lambda: ours(False),
+          "ours_bucketed": lambda: ours(True, bucket=True),
           "hf_longest": lambda: huggingface("longest"),
           "hf_max_length": lambda: huggingface("max_length")}
   seconds = {name: [] for name in runs}
@@ -128,15 +130,17 @@ def main(argv):
       seconds[name].append(took)
   m = {name: float(np.median(t)) for name, t in seconds.items()}
   print("MRPC, MiniLM-L6 shape (L=6 H=384), 1 epoch + dev eval, end to end "
-        "(%d cores), median of %d: ours %.1f s (full length %.1f s), "
-        "HuggingFace PyTorch padded to the batch's longest %.1f s (to 128: "
-        "%.1f s); ratio HF longest/ours = %.2f, HF 128/ours full = %.2f; dev "
-        "accuracy ours %.4f, ours full %.4f, HF longest %.4f, HF 128 %.4f" %
+        "(%d cores), median of %d: ours %.1f s (full length %.1f s, "
+        "--bucket_by_length %.1f s), HuggingFace PyTorch padded to the "
+        "batch's longest %.1f s (to 128: %.1f s); ratio HF longest/ours = "
+        "%.2f (bucketed: %.2f), HF 128/ours full = %.2f; dev accuracy ours "
+        "%.4f, full %.4f, bucketed %.4f, HF longest %.4f, HF 128 %.4f" %
         (os.cpu_count(), FLAGS.repeats, m["ours"], m["ours_full"],
-         m["hf_longest"], m["hf_max_length"], m["hf_longest"] / m["ours"],
+         m["ours_bucketed"], m["hf_longest"], m["hf_max_length"],
+         m["hf_longest"] / m["ours"], m["hf_longest"] / m["ours_bucketed"],
          m["hf_max_length"] / m["ours_full"], accuracy["ours"],
-         accuracy["ours_full"], accuracy["hf_longest"],
-         accuracy["hf_max_length"]))
+         accuracy["ours_full"], accuracy["ours_bucketed"],
+         accuracy["hf_longest"], accuracy["hf_max_length"]))
 
 
 if __name__ == "__main__":

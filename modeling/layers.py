@@ -165,11 +165,10 @@ class Embeddings(keras.layers.Layer):
     self.layer_norm.build([None, None, self.hidden_size])
     super().build(input_shape)
 
-  def _lookup(self, table, ids, depth):
-    if self.use_one_hot_embeddings:
-      return tf.einsum("btv,vh->bth", tf.one_hot(ids, depth, dtype=table.dtype),
-                       table)
-    return tf.gather(table, ids)
+  @staticmethod
+  def _one_hot_lookup(table, ids, depth):
+    return tf.einsum("btv,vh->bth", tf.one_hot(ids, depth, dtype=table.dtype),
+                     table)
 
   def call(self, input_ids, segment_ids, training=None):
     """Embeds a batch.
@@ -192,9 +191,18 @@ class Embeddings(keras.layers.Layer):
     tf.debugging.assert_less_equal(
         seq_length, self.max_position_embeddings,
         message="sequence length exceeds max_position_embeddings")
-    output = self._lookup(self.word_embeddings, input_ids, self.vocab_size)
-    output += self._lookup(self.token_type_embeddings, segment_ids,
-                           self.type_vocab_size)
+    # As the original: words by a gather unless use_one_hot_embeddings,
+    # segments always by a one-hot matmul. The values are the same either
+    # way; the gradients' form is not (a gather's is an IndexedSlices,
+    # whose rows the original's gradient clipping counts one by one: see
+    # runner_lib/core/training.clip_gradients).
+    if self.use_one_hot_embeddings:
+      output = self._one_hot_lookup(self.word_embeddings, input_ids,
+                                    self.vocab_size)
+    else:
+      output = tf.gather(self.word_embeddings, input_ids)
+    output += self._one_hot_lookup(self.token_type_embeddings, segment_ids,
+                                   self.type_vocab_size)
     # [T, H], broadcast over the batch.
     output += self.position_embeddings[:seq_length]
     output = self.layer_norm(output)

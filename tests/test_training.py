@@ -214,3 +214,90 @@ def test_loss_scaling_skips_overflowing_steps(tmp_path):
   step()
   assert trainer.step == 1 and float(trainer.loss_scale) == 2.0**14
   assert np.abs(trainer.trainable[0].numpy() - before).max() > 0
+
+
+def test_clipping_counts_repeated_embedding_rows_one_by_one():
+  # The original's tf.clip_by_global_norm takes an IndexedSlices' norm over
+  # its rows, one per position, before the optimizer sums them by id. Two
+  # rows of the same id with |a|^2 = 0.3 and a dense 0.3: the rows' norm^2
+  # is 0.9 (no clipping); summing first would give 1.5 (clipped).
+  a = np.array([0.3, -0.4, 0.2, 0.1, 0.0], np.float32)
+  a *= np.sqrt(0.3 / np.sum(a.astype(np.float64) ** 2))
+  dense = np.full([3], np.sqrt(0.1), np.float32)
+  rows = tf.IndexedSlices(tf.constant(np.stack([a, a])),
+                          tf.constant([2, 2]), tf.constant([4, 5]))
+  word, other = training.clip_gradients([rows, tf.constant(dense)])
+  want = np.zeros([4, 5], np.float32)
+  want[2] = 2 * a
+  np.testing.assert_allclose(word.numpy(), want, rtol=1e-6)
+  np.testing.assert_allclose(other.numpy(), dense, rtol=1e-6)
+
+  # Above the clip norm: every row and tensor scaled by 1 / norm.
+  rows = tf.IndexedSlices(tf.constant(np.stack([a, 3 * a, a])),
+                          tf.constant([0, 3, 0]), tf.constant([4, 5]))
+  norm = np.sqrt(11 * 0.3 + 0.3)
+  word, other, none = training.clip_gradients([rows, tf.constant(dense),
+                                               None])
+  want = np.zeros([4, 5], np.float64)
+  want[0], want[3] = 2 * a / norm, 3 * a / norm
+  np.testing.assert_allclose(word.numpy(), want, rtol=1e-5)
+  np.testing.assert_allclose(other.numpy(), dense / norm, rtol=1e-5)
+  assert none is None
+
+
+@pytest.mark.parametrize("one_hot", [False, True])
+def test_embedding_gradients_have_the_originals_form(one_hot):
+  # The original: words by tf.gather (an IndexedSlices gradient, a row per
+  # position) unless use_one_hot_embeddings; segments by a one-hot matmul
+  # and positions by a slice (dense gradients).
+  config = tiny_config()
+  model = modeling.BertModel(config, use_one_hot_embeddings=one_hot)
+  ids = tf.constant([[5, 6, 5, 0], [7, 5, 0, 0]])
+  with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(model({"input_ids": ids,
+                                "input_mask": tf.cast(ids > 0, tf.int32),
+                                "segment_ids": tf.constant([[0, 0, 1, 0],
+                                                            [0, 1, 0, 0]])
+                                })["pooled_output"])
+  embeddings = model.embeddings
+  word, segment, position = tape.gradient(loss, [
+      embeddings.word_embeddings, embeddings.token_type_embeddings,
+      embeddings.position_embeddings])
+  if one_hot:
+    assert isinstance(word, tf.Tensor)
+  else:
+    assert isinstance(word, tf.IndexedSlices)
+    np.testing.assert_array_equal(word.indices, [5, 6, 5, 0, 7, 5, 0, 0])
+  assert isinstance(segment, tf.Tensor)
+  assert isinstance(position, tf.Tensor)
+
+
+def test_accumulated_micro_batches_equal_one_batch(tmp_path):
+  config = tiny_config(hidden_dropout_prob=0.0,
+                       attention_probs_dropout_prob=0.0)
+  task = pretraining.PretrainingTask(config, 8, 2)
+  rng = np.random.RandomState(5)
+  ids = rng.randint(1, config.vocab_size, [4, 8])
+  batch = {"input_ids": tf.constant(ids, tf.int32),
+           "input_mask": tf.ones([4, 8], tf.int32),
+           "segment_ids": tf.zeros([4, 8], tf.int32),
+           "masked_lm_positions": tf.constant([[1, 4]] * 4),
+           "masked_lm_ids": tf.constant(ids[:, [1, 4]], tf.int32),
+           "masked_lm_weights": tf.ones([4, 2]),
+           "next_sentence_labels": tf.constant([[0], [1], [1], [0]])}
+  # Each micro-batch's mean loss, averaged: the whole batch's mean only if
+  # every sequence has as many predictions, as here.
+  weights = []
+  for accumulation in (1, 2):
+    tf_keras.utils.set_random_seed(3)
+    trainer = training.Trainer(
+        tf.distribute.get_strategy(), task.build_model, task.loss,
+        str(tmp_path / str(accumulation)), 1e-2, 10, 0,
+        gradient_accumulation_steps=accumulation)
+    step = tf.function(lambda: trainer.train_step(batch))
+    for _ in range(3):
+      step()
+    weights.append([v.numpy() for v in trainer.trainable])
+  # Adam's m / sqrt(v) magnifies rounding where a gradient is tiny.
+  for got, want in zip(*weights):
+    np.testing.assert_allclose(got, want, atol=1e-5)

@@ -26,6 +26,45 @@ class TrainingError(errors.InputError):
   """Training cannot go on (e.g. the loss is no longer finite)."""
 
 
+def _on_values(function, grad):
+  """function on a gradient's numbers: a Tensor's, or an IndexedSlices'
+  values (rows kept apart)."""
+  if isinstance(grad, tf.IndexedSlices):
+    return tf.IndexedSlices(function(grad.values), grad.indices,
+                            grad.dense_shape)
+  return function(grad)
+
+
+def _add(grad, other):
+  """The gradient of two micro-batches together: a sum, or for an
+  IndexedSlices the rows of both (as one batch would have them)."""
+  if isinstance(grad, tf.IndexedSlices):
+    return tf.IndexedSlices(tf.concat([grad.values, other.values], 0),
+                            tf.concat([grad.indices, other.indices], 0),
+                            grad.dense_shape)
+  return grad + other
+
+
+def clip_gradients(grads, clip_norm=CLIP_NORM):
+  """Clips as the original does, then makes every gradient dense.
+
+  The original's word embeddings are a tf.gather (without
+  use_one_hot_embeddings), so their gradient is an IndexedSlices with one
+  row per position, repeated ids not summed; tf.clip_by_global_norm takes
+  its norm over those rows and scales them; the optimizer's arithmetic
+  then sums them into a dense [V, H]. The same here, in the same order.
+
+  Args:
+    grads: list of Tensor, IndexedSlices or None.
+    clip_norm: float.
+
+  Returns:
+    list of dense Tensors (None stays None).
+  """
+  grads, _ = tf.clip_by_global_norm(grads, clip_norm)
+  return [None if g is None else tf.convert_to_tensor(g) for g in grads]
+
+
 def is_chief(strategy):
   """Whether this process writes checkpoints and summaries."""
   resolver = getattr(strategy, "cluster_resolver", None)
@@ -171,13 +210,13 @@ class Trainer(object):
       scaled_loss = loss * self.loss_scale if self.loss_scaling else loss
     grads = tape.gradient(scaled_loss, self.trainable)
     if self.loss_scaling:
-      grads = [None if g is None else tf.convert_to_tensor(g) /
-               self.loss_scale for g in grads]
-    # Embedding gradients arrive sparse; the update is dense anyway. None
-    # (a weight the loss does not use, such as the pooler without NSP)
-    # stays None and its update is skipped, as the original skips it.
-    return loss, [None if g is None else tf.convert_to_tensor(g)
-                  for g in grads]
+      grads = [None if g is None else _on_values(
+          lambda x: x / self.loss_scale, g) for g in grads]
+    # The word embeddings' gradient stays an IndexedSlices until clipped
+    # (clip_gradients). None (a weight the loss does not use, such as the
+    # pooler without NSP) stays None and its update is skipped, as the
+    # original skips it.
+    return loss, grads
 
   def train_step(self, batch):
     """One update from a per-replica batch; run it under strategy.run.
@@ -194,24 +233,27 @@ class Trainer(object):
       for micro in micro_batches[1:]:
         micro_loss, micro_grads = self._compute(micro)
         loss += micro_loss
-        grads = [None if g is None else g + h
+        grads = [None if g is None else _add(g, h)
                  for g, h in zip(grads, micro_grads)]
       loss /= self.accumulation
-      grads = [None if g is None else g / self.accumulation for g in grads]
+      grads = [None if g is None else _on_values(
+          lambda x: x / self.accumulation, g) for g in grads]
     context = tf.distribute.get_replica_context()
     finite = None
     if self.loss_scaling:
-      finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g))
-                              for g in grads if g is not None])
+      finite = tf.reduce_all([
+          tf.reduce_all(tf.math.is_finite(
+              g.values if isinstance(g, tf.IndexedSlices) else g))
+          for g in grads if g is not None])
       # Skipped everywhere if any replica overflowed.
       overflows = context.all_reduce(tf.distribute.ReduceOp.SUM,
                                      1.0 - tf.cast(finite, tf.float32))
       finite = overflows == 0.0
       # Zeroed so that clipping and the all-reduce stay finite; the update
       # is skipped anyway.
-      grads = [None if g is None else tf.where(finite, g, tf.zeros_like(g))
-               for g in grads]
-    grads, _ = tf.clip_by_global_norm(grads, CLIP_NORM)
+      grads = [None if g is None else _on_values(
+          lambda x: tf.where(finite, x, tf.zeros_like(x)), g) for g in grads]
+    grads = clip_gradients(grads)
     if context.num_replicas_in_sync > 1:
       used = [i for i, g in enumerate(grads) if g is not None]
       reduced = context.all_reduce(tf.distribute.ReduceOp.MEAN,
