@@ -40,6 +40,13 @@ def loaded_model(tmp_path, config, seed=0, model_class=modeling.BertModel):
   return model, weights
 
 
+def loaded_twin(tmp_path, config, **kwargs):
+  """A BertModel(config, **kwargs) holding loaded_model's checkpoint."""
+  model = modeling.BertModel(config, **kwargs)
+  modeling.load_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
+  return model
+
+
 def test_gelu_is_the_tanh_form():
   x = np.linspace(-6, 6, 101).astype(np.float32)
   np.testing.assert_allclose(layers.gelu(x).numpy(), reference.np_gelu(x),
@@ -123,8 +130,7 @@ def test_defaults_for_mask_and_segments(tmp_path):
 def test_one_hot_embeddings_give_the_same_numbers(tmp_path):
   config = tiny_config()
   model, _ = loaded_model(tmp_path, config)
-  one_hot = modeling.BertModel(config, use_one_hot_embeddings=True)
-  modeling.load_checkpoint(one_hot, str(tmp_path / "bert_model.ckpt"))
+  one_hot = loaded_twin(tmp_path, config, use_one_hot_embeddings=True)
   batch = padded_pair_batch(config)
   np.testing.assert_allclose(one_hot(batch)["sequence_output"].numpy(),
                              model(batch)["sequence_output"].numpy(),
@@ -206,8 +212,7 @@ def test_feature_layers_resolve_like_extract_features_layers():
 def test_skipping_padding_gives_the_real_positions_values(tmp_path):
   config = tiny_config()
   model, weights = loaded_model(tmp_path, config)
-  skipping = modeling.BertModel(config, skip_padding=True)
-  modeling.load_checkpoint(skipping, str(tmp_path / "bert_model.ckpt"))
+  skipping = loaded_twin(tmp_path, config, skip_padding=True)
   batch = padded_pair_batch(config)
   real = batch["input_mask"].astype(bool)
   got = skipping(batch)
