@@ -147,9 +147,10 @@ def prediction_ratio(task, path, weights_from=None, repeats=1):
   predicting the records at path with the same weights, trimmed (the
   encoder skipping padding where the runner would) and full length."""
   models = {trim: task.model_builder(trim)() for trim in (True, False)}
-  models[False].set_weights((models[True] if weights_from is None else
-                            weights_from).get_weights())
-  models[True].set_weights(models[False].get_weights())
+  weights = (models[True] if weights_from is None else
+             weights_from).get_weights()
+  for model in models.values():
+    model.set_weights(weights)
   strategy = tf.distribute.get_strategy()
   outputs = {}
 

@@ -26,13 +26,20 @@ class TrainingError(errors.InputError):
   """Training cannot go on (e.g. the loss is no longer finite)."""
 
 
-def _on_values(function, grad):
-  """function on a gradient's numbers: a Tensor's, or an IndexedSlices'
-  values (rows kept apart)."""
-  if isinstance(grad, tf.IndexedSlices):
-    return tf.IndexedSlices(function(grad.values), grad.indices,
-                            grad.dense_shape)
-  return function(grad)
+def _numbers(grad):
+  """A gradient's numbers: a Tensor itself, an IndexedSlices' values."""
+  return grad.values if isinstance(grad, tf.IndexedSlices) else grad
+
+
+def _on_values(function, grads):
+  """function on each gradient's numbers, an IndexedSlices' rows kept
+  apart; None stays None."""
+  def apply(grad):
+    if isinstance(grad, tf.IndexedSlices):
+      return tf.IndexedSlices(function(grad.values), grad.indices,
+                              grad.dense_shape)
+    return function(grad)
+  return [None if g is None else apply(g) for g in grads]
 
 
 def _add(grad, other):
@@ -210,8 +217,7 @@ class Trainer(object):
       scaled_loss = loss * self.loss_scale if self.loss_scaling else loss
     grads = tape.gradient(scaled_loss, self.trainable)
     if self.loss_scaling:
-      grads = [None if g is None else _on_values(
-          lambda x: x / self.loss_scale, g) for g in grads]
+      grads = _on_values(lambda x: x / self.loss_scale, grads)
     # The word embeddings' gradient stays an IndexedSlices until clipped
     # (clip_gradients). None (a weight the loss does not use, such as the
     # pooler without NSP) stays None and its update is skipped, as the
@@ -236,23 +242,20 @@ class Trainer(object):
         grads = [None if g is None else _add(g, h)
                  for g, h in zip(grads, micro_grads)]
       loss /= self.accumulation
-      grads = [None if g is None else _on_values(
-          lambda x: x / self.accumulation, g) for g in grads]
+      grads = _on_values(lambda x: x / self.accumulation, grads)
     context = tf.distribute.get_replica_context()
     finite = None
     if self.loss_scaling:
-      finite = tf.reduce_all([
-          tf.reduce_all(tf.math.is_finite(
-              g.values if isinstance(g, tf.IndexedSlices) else g))
-          for g in grads if g is not None])
+      finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(_numbers(g)))
+                              for g in grads if g is not None])
       # Skipped everywhere if any replica overflowed.
       overflows = context.all_reduce(tf.distribute.ReduceOp.SUM,
                                      1.0 - tf.cast(finite, tf.float32))
       finite = overflows == 0.0
       # Zeroed so that clipping and the all-reduce stay finite; the update
       # is skipped anyway.
-      grads = [None if g is None else _on_values(
-          lambda x: tf.where(finite, x, tf.zeros_like(x)), g) for g in grads]
+      grads = _on_values(lambda x: tf.where(finite, x, tf.zeros_like(x)),
+                         grads)
     grads = clip_gradients(grads)
     if context.num_replicas_in_sync > 1:
       used = [i for i, g in enumerate(grads) if g is not None]
