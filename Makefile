@@ -34,6 +34,7 @@ benchmark: $(VENV_STAMP)
 	$(PYTHON) benchmarks/bench_ner.py
 	$(PYTHON) benchmarks/bench_serving.py
 	$(PYTHON) benchmarks/bench_trim.py
+	$(PYTHON) benchmarks/bench_extract_features.py
 	$(PYTHON) benchmarks/bench_create_pretraining_data.py
 	$(PYTHON) benchmarks/bench_learn_vocab.py
 

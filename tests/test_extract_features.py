@@ -1,5 +1,6 @@
 """extract_features.py end to end, as a user runs it, and its bad input."""
 
+import collections
 import json
 import os
 
@@ -115,6 +116,48 @@ def test_json_line_format_is_the_originals():
       '{"linex_index": 7, "features": [{"token": "[CLS]", "layers": '
       '[{"index": -1, "values": [0.123457, -2.0]}]}, {"token": "\\u00e9", '
       '"layers": [{"index": -1, "values": [0.0, 3.141593]}]}]}\n')
+
+
+def original_json_line(feature, layer_indexes, layer_outputs):
+  """The original's formatting, float by float: json.dumps of round(x, 6)."""
+  return json.dumps(collections.OrderedDict([
+      ("linex_index", feature.unique_id),
+      ("features", [collections.OrderedDict([
+          ("token", token),
+          ("layers", [collections.OrderedDict([
+              ("index", index),
+              ("values", [round(x, 6) for x in output[i].tolist()])])
+                      for index, output in zip(layer_indexes, layer_outputs)])
+      ]) for i, token in enumerate(feature.tokens)])])) + "\n"
+
+
+def test_json_values_are_the_originals_round_and_repr():
+  # Written from whole arrays: the bytes must be the original's for every
+  # float32, including halfway cases, exponent form below 1e-4, signed
+  # zeros and values without a fast form (NaN, infinities, huge).
+  rng = np.random.RandomState(0)
+  bit_patterns = rng.randint(0, 2**32, [400, 500], np.uint64).astype(
+      np.uint32).view(np.float32)
+  finite = np.where(np.isfinite(bit_patterns) & (np.abs(bit_patterns) < 1e9),
+                    bit_patterns, np.float32(0.5))
+  cases = [
+      rng.randn(12, 768),
+      rng.randn(12, 768) * 1e-4,
+      rng.randn(12, 768) * 1e4,
+      np.arange(-1200, 1200).reshape(12, 200) / 128.0,  # ties: k + 1/2 micro
+      np.arange(-3000, 3000).reshape(12, 500) * 1e-6,
+      finite[:200], finite[200:] * 1e-30,
+      [[0.0, -0.0, 1e-7, -1e-7, 5e-7, 1.5e-6, 9.95e-5, 1e-4, 1.5e-4, 2.0],
+       [-3.0, 999999.9999995, 1e11, -0.0001, 7e-5, 2e-5, -1e-5, 1, 10, 0.1]],
+      [[np.nan, 1.0], [np.inf, -np.inf], [1e13, -2.5e-5]],
+  ]
+  for values in cases:
+    values = np.asarray(values, np.float32)
+    tokens = ["t%d" % i for i in range(len(values) - 1)] + ['"\u00e9\\']
+    feature = data.InputFeatures(3, tokens, [], [], [])
+    layers = [values, values[::-1] * np.float32(-1)]
+    assert jsonl.to_json_line(feature, [-1, 0], layers) == original_json_line(
+        feature, [-1, 0], layers)
 
 
 def test_pairs_are_split_on_the_delimiter(tmp_path):
