@@ -18,7 +18,6 @@ values within float32 noise.
       [--repeats=3]
 """
 
-import collections
 import json
 import os
 import sys
@@ -45,20 +44,6 @@ from tests.conftest import SHARED_DATA
 FLAGS = flags.FLAGS
 flags.DEFINE_string("shapes", "small,base", "Comma-separated: small, base.")
 flags.DEFINE_integer("repeats", 3, "Timed runs of each variant.")
-
-
-def per_float_json_line(feature, layer_indexes, layer_outputs):
-  """The original's formatting: json.dumps of round(x, 6), float by float."""
-  return json.dumps(collections.OrderedDict([
-      ("linex_index", feature.unique_id),
-      ("features", [collections.OrderedDict([
-          ("token", token),
-          ("layers", [collections.OrderedDict([
-              ("index", index),
-              ("values", [round(x, 6) for x in output[i].tolist()])])
-                      for index, output in zip(layer_indexes,
-                                               layer_outputs)])])
-                    for i, token in enumerate(feature.tokens)])])) + "\n"
 
 
 def run(output_file, trim, formatter):
@@ -104,7 +89,7 @@ def bench(name, directory, num_lines):
   runs = {
       "ours": lambda: run(outputs["ours"], True, jsonl.to_json_line),
       "per_float_json": lambda: run(outputs["per_float_json"], True,
-                                    per_float_json_line),
+                                    reference.original_json_line),
       "full_length": lambda: run(outputs["full_length"], False,
                                  jsonl.to_json_line),
   }

@@ -1,9 +1,13 @@
-"""Independent references for the tests: a NumPy BERT and checkpoint writers.
+"""Independent references for the tests: a NumPy BERT, checkpoint writers and
+the original's extract_features JSON formatting.
 
 Everything here is written from the 2018 modeling.py's math, in float64,
 from weights keyed by the original checkpoint names, and shares no code with
 modeling/.
 """
+
+import collections
+import json
 
 import numpy as np
 import tensorflow as tf
@@ -113,6 +117,19 @@ def np_next_sentence(w, pooled_output):
   return (pooled_output @ np.asarray(
       w["cls/seq_relationship/output_weights"], np.float64).T +
           w["cls/seq_relationship/output_bias"])
+
+
+def original_json_line(feature, layer_indexes, layer_outputs):
+  """The original's formatting, float by float: json.dumps of round(x, 6)."""
+  return json.dumps(collections.OrderedDict([
+      ("linex_index", feature.unique_id),
+      ("features", [collections.OrderedDict([
+          ("token", token),
+          ("layers", [collections.OrderedDict([
+              ("index", index),
+              ("values", [round(x, 6) for x in output[i].tolist()])])
+                      for index, output in zip(layer_indexes, layer_outputs)])
+      ]) for i, token in enumerate(feature.tokens)])])) + "\n"
 
 
 def original_shapes(config, heads=True):

@@ -1,6 +1,5 @@
 """extract_features.py end to end, as a user runs it, and its bad input."""
 
-import collections
 import json
 import os
 
@@ -118,19 +117,6 @@ def test_json_line_format_is_the_originals():
       '"layers": [{"index": -1, "values": [0.0, 3.141593]}]}]}\n')
 
 
-def original_json_line(feature, layer_indexes, layer_outputs):
-  """The original's formatting, float by float: json.dumps of round(x, 6)."""
-  return json.dumps(collections.OrderedDict([
-      ("linex_index", feature.unique_id),
-      ("features", [collections.OrderedDict([
-          ("token", token),
-          ("layers", [collections.OrderedDict([
-              ("index", index),
-              ("values", [round(x, 6) for x in output[i].tolist()])])
-                      for index, output in zip(layer_indexes, layer_outputs)])
-      ]) for i, token in enumerate(feature.tokens)])])) + "\n"
-
-
 def test_json_values_are_the_originals_round_and_repr():
   # Written from whole arrays: the bytes must be the original's for every
   # float32, including halfway cases, exponent form below 1e-4, signed
@@ -156,8 +142,8 @@ def test_json_values_are_the_originals_round_and_repr():
     tokens = ["t%d" % i for i in range(len(values) - 1)] + ['"\u00e9\\']
     feature = data.InputFeatures(3, tokens, [], [], [])
     layers = [values, values[::-1] * np.float32(-1)]
-    assert jsonl.to_json_line(feature, [-1, 0], layers) == original_json_line(
-        feature, [-1, 0], layers)
+    assert jsonl.to_json_line(feature, [-1, 0], layers) == (
+        reference.original_json_line(feature, [-1, 0], layers))
 
 
 def test_pairs_are_split_on_the_delimiter(tmp_path):

@@ -87,7 +87,10 @@ def _exponent_form(chars, keep, micros, tiny, point):
   first = np.where(two_digits, micros // 10, micros) % 10  # tiny: < 10
   second = micros % 10
   with_point = two_digits & (second != 0)
-  constant = lambda c: np.full(micros.shape, ord(c), np.uint8)
+
+  def constant(char):
+    return np.full(micros.shape, ord(char), np.uint8)
+
   # (character, shown) in the field's columns from point - 1 on.
   layout = [(_DIGITS[first], True), (constant("."), with_point),
             (_DIGITS[second], with_point), (constant("e"), True),
