@@ -118,29 +118,46 @@ def test_warmup_longer_than_the_run_is_a_warning(caplog):
       "rate never exceeds 0.1 x --learning_rate."]
 
 
-@pytest.mark.parametrize("max_seq_length,max_query_length,doc_stride,ok", [
-    (384, 64, 128, True),  # the README's
-    (384, 64, 316, True),  # the widest stride that overlaps
-    (384, 64, 317, False),  # windows abut
-    (128, 64, 128, False),  # skips context
-    (24, 8, 13, False),
+@pytest.mark.parametrize("max_seq_length,max_query_length,doc_stride,warns", [
+    (384, 64, 128, False),  # the README's
+    (384, 64, 316, False),  # the widest stride that overlaps
+    (384, 64, 317, True),  # windows abut
+    (128, 64, 64, True),  # the stride wider than the window
+    (128, 64, 128, True),
+    (24, 8, 13, True),
 ])
-def test_doc_stride_must_overlap_the_windows(tmp_path, max_seq_length,
-                                             max_query_length, doc_stride, ok):
+def test_doc_stride_as_wide_as_the_window_warns(
+    tmp_path, caplog, max_seq_length, max_query_length, doc_stride, warns):
+  """The original accepts any positive stride; windows that cannot overlap
+  are only warned about."""
   with flagsaver.flagsaver():
     # Parsed here: the test may run alone (or first) in its process.
     parse(tmp_path, max_seq_length=max_seq_length,
           max_query_length=max_query_length, doc_stride=doc_stride)
-    if ok:
+    with caplog.at_level(logging.WARNING):
       squad_options.check_flags()
-      return
+  window = max_seq_length - max_query_length - 3
+  assert [r.getMessage() for r in caplog.records] == ([
+      "--doc_stride=%d is not below the context window of a question of "
+      "--max_query_length=%d pieces (max_seq_length - max_query_length - 3 "
+      "= %d): such windows do not overlap, so an answer across a window's "
+      "edge is whole in none. Windows advance by min(window length, "
+      "doc_stride), as in the original, so no context is skipped." %
+      (doc_stride, max_query_length, window)] if warns else [])
+
+
+@pytest.mark.parametrize("max_seq_length,max_query_length", [
+    (67, 64), (64, 64), (10, 64)])
+def test_no_room_for_the_context(tmp_path, max_seq_length, max_query_length):
+  with flagsaver.flagsaver():
+    parse(tmp_path, max_seq_length=max_seq_length,
+          max_query_length=max_query_length, doc_stride=1)
     with pytest.raises(errors.InputError) as error:
       squad_options.check_flags()
   assert str(error.value) == (
-      "--doc_stride=%d must be below the context window, max_seq_length - "
-      "max_query_length - 3 = %d, or windows would not overlap (or skip "
-      "context); lower --doc_stride or --max_query_length." %
-      (doc_stride, max_seq_length - max_query_length - 3))
+      "The max_seq_length (%d) must be greater than max_query_length (%d) "
+      "+ 3: [CLS] question [SEP] context [SEP] leaves no room for the "
+      "context." % (max_seq_length, max_query_length))
 
 
 @pytest.fixture
@@ -398,11 +415,11 @@ def test_script_errors_are_one_line_and_write_nothing(tmp_path):
        empty),
       ("run_squad.py", dict(
           model_flags, do_predict="true", predict_file=corpus,
-          max_seq_length="48", max_query_length="8",
+          max_seq_length="48", max_query_length="45",
           output_dir=tmp_path / "out"),
-       "Error: --doc_stride=128 must be below the context window, "
-       "max_seq_length - max_query_length - 3 = 37, or windows would not "
-       "overlap (or skip context); lower --doc_stride or --max_query_length."),
+       "Error: The max_seq_length (48) must be greater than max_query_length "
+       "(45) + 3: [CLS] question [SEP] context [SEP] leaves no room for the "
+       "context."),
   ]
   results = conftest.run_scripts([(script, args) for script, args, _ in cases],
                                  timeout=300)

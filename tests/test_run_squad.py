@@ -36,17 +36,19 @@ QUESTIONS = [(0, "q1", "What did he buy?"), (0, "q2", "Where did the dog sit?"),
              (0, "q3", "Who went to the store?"), (1, "q4", "Who sat?")]
 
 
-def small_squad(directory):
-  """A vocab, config and predict file of two paragraphs, four questions."""
+def small_squad(directory, contexts=CONTEXTS, questions=QUESTIONS,
+                config=CONFIG):
+  """A vocab, config and predict file (by default of two paragraphs, four
+  questions)."""
   directory.mkdir(parents=True, exist_ok=True)
-  paragraphs = [{"context": c, "qas": []} for c in CONTEXTS]
-  for paragraph, qid, question in QUESTIONS:
+  paragraphs = [{"context": c, "qas": []} for c in contexts]
+  for paragraph, qid, question in questions:
     paragraphs[paragraph]["qas"].append({"id": qid, "question": question})
   (directory / "predict.json").write_text(json.dumps(
       {"version": "x", "data": [{"title": "t", "paragraphs": paragraphs}]}))
   (directory / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
   (directory / "bert_config.json").write_text(
-      modeling.BertConfig(**CONFIG).to_json_string())
+      modeling.BertConfig(**config).to_json_string())
   return directory
 
 
@@ -59,14 +61,29 @@ def read_json(path):
     return json.load(f)
 
 
-def test_predictions_equal_an_independent_pipeline(tmp_path):
+# A context of 165 pieces: several windows even at max_seq_length 128.
+LONG_CONTEXT = " ".join([CONTEXTS[0]] * 5)
+
+
+@pytest.mark.parametrize("max_seq_length,doc_stride,max_query_length", [
+    (24, 6, 8),
+    # The issue's command line: a stride (64) wider than the window of a
+    # question of max_query_length pieces (128 - 64 - 3 = 61). The original
+    # runs it (windows abut; a warning here says so).
+    (128, 64, 64),
+])
+def test_predictions_equal_an_independent_pipeline(
+    tmp_path, max_seq_length, doc_stride, max_query_length):
   """An original-layout fine-tuned checkpoint (cls/squad/*) predicts here
   what tf-models-official's squad_lib (its tokenizer, features and
   post-processing) makes of logits from the NumPy BERT."""
   from official.nlp.data import squad_lib  # pylint: disable=g-import-not-at-top
   from official.nlp.tools import tokenization as mg_tokenization  # pylint: disable=g-import-not-at-top
-  data = small_squad(tmp_path / "data")
-  config = modeling.BertConfig(**CONFIG)
+  config = dict(CONFIG, max_position_embeddings=128)
+  data = small_squad(tmp_path / "data", CONTEXTS + [LONG_CONTEXT],
+                     QUESTIONS + [(2, "q5", "What did the man buy?")],
+                     config)
+  config = modeling.BertConfig(**config)
   weights = reference.random_weights(config, seed=3, heads=False)
   rng = np.random.RandomState(4)
   weights["cls/squad/output_weights"] = rng.randn(2, 32).astype(np.float32)
@@ -76,19 +93,24 @@ def test_predictions_equal_an_independent_pipeline(tmp_path):
   args = {"vocab_file": data / "vocab.txt",
           "bert_config_file": data / "bert_config.json",
           "init_checkpoint": prefix, "do_predict": "true",
-          "predict_file": data / "predict.json", "max_seq_length": 24,
-          "doc_stride": 6, "max_query_length": 8, "predict_batch_size": 4,
+          "predict_file": data / "predict.json",
+          "max_seq_length": max_seq_length, "doc_stride": doc_stride,
+          "max_query_length": max_query_length, "predict_batch_size": 4,
           "version_2_with_negative": "true", "output_dir": tmp_path / "out"}
   result = run(args)
   assert result.returncode == 0, result.stderr[-3000:]
+  window = max_seq_length - max_query_length - 3
+  assert (("--doc_stride=%d is not below the context window" % doc_stride)
+          in result.stderr) == (doc_stride >= window)
 
   tokenizer = mg_tokenization.FullTokenizer(str(data / "vocab.txt"), True)
   examples = squad_lib.read_squad_examples(str(data / "predict.json"), False,
                                            True)
   features = []
   squad_lib.convert_examples_to_features(
-      examples, tokenizer, 24, 6, 8, False,
-      lambda feature, is_padding: features.append(feature), batch_size=1)
+      examples, tokenizer, max_seq_length, doc_stride, max_query_length,
+      False, lambda feature, is_padding: features.append(feature),
+      batch_size=1)
   assert len(features) > len(examples)  # the long context has windows
   raw = []
   for f in features:
@@ -109,7 +131,7 @@ def test_predictions_equal_an_independent_pipeline(tmp_path):
   np.testing.assert_allclose(list(got_odds.values()),
                              list(null_odds.values()), atol=1e-4)
   got_nbest = read_json(out / "nbest_predictions.json")
-  assert list(got_nbest) == ["q1", "q2", "q3", "q4"]
+  assert list(got_nbest) == ["q1", "q2", "q3", "q4", "q5"]
   for qid, entries in nbest.items():
     assert [e["text"] for e in got_nbest[qid]] == [e["text"] for e in entries]
     for got, want in zip(got_nbest[qid], entries):

@@ -83,9 +83,10 @@ def improve_answer_span(doc_tokens, input_start, input_end, tokenizer,
 def doc_spans_for(num_tokens, max_tokens_for_doc, doc_stride):
   """Windows over a document of num_tokens WordPieces.
 
-  Each window holds up to max_tokens_for_doc tokens and starts doc_stride
-  after the previous one (less when the rest fits); the last one ends at the
-  document's end.
+  Each window holds up to max_tokens_for_doc tokens and starts
+  min(previous window's length, doc_stride) after the previous one, as the
+  original's: a stride wider than a window makes windows abut, never skip
+  tokens. The last one ends at the document's end.
 
   Returns:
     list of DocSpan(start, length).

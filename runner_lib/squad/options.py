@@ -2,6 +2,7 @@
 so both window, search and threshold the same way."""
 
 from absl import flags
+from absl import logging
 
 from runner_lib.core import errors
 from runner_lib.core import flags as runner_flags
@@ -58,14 +59,24 @@ def check_flags():
         "the context." % (FLAGS.max_seq_length, FLAGS.max_query_length))
   runner_flags.check_positive(("doc_stride", "max_query_length",
                                "n_best_size", "max_answer_length"))
-  # The context window is this wide at least (a question of
-  # max_query_length pieces): a stride as wide skips no context but leaves
-  # no overlap, so an answer across a window's edge is never whole in any;
-  # a wider one skips context. The original accepted both silently.
+  warn_disjoint_windows()
+
+
+def warn_disjoint_windows():
+  """Warns where --doc_stride is as wide as the context window of a question
+  of max_query_length pieces, or wider.
+
+  Windows then abut instead of overlapping, so an answer across a window's
+  edge is whole in none. Nothing is skipped either way: as the original,
+  a window starts min(its length, doc_stride) after the one before, and
+  the original accepts any stride, so this only warns.
+  """
   window = FLAGS.max_seq_length - FLAGS.max_query_length - 3
   if FLAGS.doc_stride >= window:
-    raise errors.InputError(
-        "--doc_stride=%d must be below the context window, max_seq_length "
-        "- max_query_length - 3 = %d, or windows would not overlap (or "
-        "skip context); lower --doc_stride or --max_query_length." %
-        (FLAGS.doc_stride, window))
+    logging.warning(
+        "--doc_stride=%d is not below the context window of a question of "
+        "--max_query_length=%d pieces (max_seq_length - max_query_length - "
+        "3 = %d): such windows do not overlap, so an answer across a "
+        "window's edge is whole in none. Windows advance by min(window "
+        "length, doc_stride), as in the original, so no context is "
+        "skipped.", FLAGS.doc_stride, FLAGS.max_query_length, window)
