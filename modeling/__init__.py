@@ -25,6 +25,7 @@ from modeling.heads import NextSentenceHead
 from modeling.heads import SquadHead
 from modeling.heads import TokenClassifierHead
 from modeling.layers import gelu
+from modeling.layers import gelu_exact
 from modeling.layers import get_activation
 from modeling.multiple_choice import BertMultipleChoice
 from modeling.pretrainer import BertPretrainer

@@ -7,7 +7,7 @@ from absl import logging
 import tensorflow as tf
 
 # The activations the original modeling.get_activation accepts.
-KNOWN_ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
+KNOWN_ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
 
 # The keys of bert_config.json: every config Google released (2018's
 # BERT-Base/Large, cased and uncased, multilingual, Chinese, whole word

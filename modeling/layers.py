@@ -39,11 +39,32 @@ def gelu(x):
   return x * cdf
 
 
+def gelu_exact(x):
+  """The exact GELU, x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2))).
+
+  Not in the original release: HuggingFace's "gelu" is this form, and
+  models trained with it (all-MiniLM-L6-v2, most HuggingFace BERTs)
+  converted by convert_checkpoint.py name it hidden_act "gelu_exact" so
+  that the function they were trained with is the one computed. It
+  differs from the tanh form by up to 4.7e-4 (near |x| = 2.7).
+
+  Args:
+    x: float Tensor of any shape.
+
+  Returns:
+    Tensor of the same shape and dtype.
+  """
+  x = tf.convert_to_tensor(x)
+  return 0.5 * x * (1.0 + tf.math.erf(x * np.float32(1.0 / np.sqrt(2.0))))
+
+
 def get_activation(activation_string):
   """Maps a bert_config.json hidden_act to a function, as the original does.
 
   Args:
-    activation_string: one of "gelu", "relu", "tanh", "linear" (any case).
+    activation_string: one of "gelu" (the original's tanh form),
+      "gelu_exact" (the erf form, see gelu_exact), "relu", "tanh",
+      "linear" (any case).
 
   Returns:
     A function Tensor -> Tensor, or None for "linear" (Keras' identity).
@@ -52,8 +73,8 @@ def get_activation(activation_string):
     ValueError: unknown name.
   """
   act = activation_string.lower()
-  activations = {"gelu": gelu, "relu": tf.nn.relu, "tanh": tf.tanh,
-                 "linear": None}
+  activations = {"gelu": gelu, "gelu_exact": gelu_exact, "relu": tf.nn.relu,
+                 "tanh": tf.tanh, "linear": None}
   if act not in activations:
     raise ValueError("Unsupported activation: %r (expected one of %s)" %
                      (activation_string, ", ".join(activations)))

@@ -8,6 +8,7 @@ modeling/.
 
 import collections
 import json
+import math
 
 import numpy as np
 import tensorflow as tf
@@ -22,7 +23,12 @@ def np_gelu(x):
                                   (x + 0.044715 * x ** 3)))
 
 
-NP_ACTIVATIONS = {"gelu": np_gelu, "relu": lambda x: np.maximum(x, 0.0),
+def np_gelu_exact(x):
+  erf = np.vectorize(math.erf, otypes=[np.float64])
+  return 0.5 * x * (1.0 + erf(np.asarray(x, np.float64) / math.sqrt(2.0)))
+
+
+NP_ACTIVATIONS = {"gelu": np_gelu, "gelu_exact": np_gelu_exact, "relu": lambda x: np.maximum(x, 0.0),
                   "tanh": np.tanh, "linear": lambda x: x}
 
 
