@@ -59,6 +59,9 @@ class BertModel(keras.Model):
     self.skip_padding = skip_padding
     if seed is None:
       seed = random.getrandbits(30)
+    # The embeddings' and layers' dropouts take seed .. seed + 2L; a task
+    # head's dropout takes this one, so that it too follows --seed.
+    self.head_seed = seed + 7919
     self.embeddings = layers.Embeddings(
         vocab_size=config.vocab_size,
         hidden_size=config.hidden_size,

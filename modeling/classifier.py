@@ -22,7 +22,7 @@ class BertClassifier(task_model.BertTaskModel):
     """
     super().__init__(config, use_one_hot_embeddings, seed, name, **kwargs)
     self.classifier = heads.ClassifierHead(num_labels, config.hidden_size,
-                                           seed=(seed or 0) + 7919)
+                                           seed=self.bert.head_seed)
     self.build_weights()
 
   def call(self, inputs, training=None):

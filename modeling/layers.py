@@ -129,14 +129,37 @@ class Dropout(keras.layers.Layer):
       self.generator = tf.random.Generator.from_seed(self.seed)
     super().build(input_shape)
 
-  def call(self, inputs, training=None):
-    """Drops with probability rate and scales up the rest, when training."""
+  def call(self, inputs, training=None, real_tokens=None):
+    """Drops with probability rate and scales up the rest, when training.
+
+    Args:
+      inputs: float Tensor; with real_tokens, the [N, H] rows it gathered.
+      training: bool, whether to drop.
+      real_tokens: a RealTokens or None.
+
+    Returns:
+      Tensor like inputs.
+    """
     if not training or not self.rate:
       return inputs
     # A fresh op seed from the generator each call; the fused stateless op
     # draws the mask.
     seed = self.generator.make_seeds(1)[:, 0]
-    return tf.nn.experimental.stateless_dropout(inputs, self.rate, seed)
+    if real_tokens is None:
+      return tf.nn.experimental.stateless_dropout(inputs, self.rate, seed)
+    # Rows gathered from [B, T, H]: the mask is drawn in that layout and
+    # gathered too, so each real position is dropped exactly where the
+    # padded batch drops it (stateless_dropout's arithmetic: keep where
+    # uniform >= rate, scale by 1 / (1 - rate)). Drawn on [N, H], the masks
+    # would be other (equally likely) ones, and training with the padding
+    # skipped would follow another path than the same batch padded.
+    uniform = tf.random.stateless_uniform(
+        tf.concat([real_tokens.batch_shape,
+                   tf.shape(inputs, out_type=tf.int64)[1:]], 0),
+        seed, dtype=inputs.dtype)
+    keep = real_tokens.gather(uniform) >= self.rate
+    scaled = inputs * tf.constant(1.0 / (1.0 - self.rate), inputs.dtype)
+    return tf.where(keep, scaled, tf.zeros([], inputs.dtype))
 
 
 class Embeddings(keras.layers.Layer):
@@ -382,10 +405,10 @@ class TransformerLayer(keras.layers.Layer):
     attention = self.attention(hidden_states, attention_mask,
                                training=training, real_tokens=real_tokens)
     attention = self.dropout(self.attention_output(attention),
-                             training=training)
+                             training=training, real_tokens=real_tokens)
     attention = self.attention_layer_norm(attention + hidden_states)
     output = self.output_dense(self.intermediate(attention))
-    output = self.dropout(output, training=training)
+    output = self.dropout(output, training=training, real_tokens=real_tokens)
     return self.output_layer_norm(output + attention)
 
 

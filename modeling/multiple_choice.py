@@ -30,7 +30,7 @@ class BertMultipleChoice(task_model.BertTaskModel):
     super().__init__(config, use_one_hot_embeddings, seed, name, **kwargs)
     self.num_choices = num_choices
     self.choice_scores = heads.MultipleChoiceHead(config.hidden_size,
-                                                  seed=(seed or 0) + 7919)
+                                                  seed=self.bert.head_seed)
     self.build_weights((1, num_choices, 1))
 
   def call(self, inputs, training=None):

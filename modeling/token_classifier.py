@@ -27,7 +27,7 @@ class BertTokenClassifier(task_model.BertTaskModel):
     """
     super().__init__(config, use_one_hot_embeddings, seed, name, **kwargs)
     self.tagger = heads.TokenClassifierHead(num_labels, config.hidden_size,
-                                            seed=(seed or 0) + 7919)
+                                            seed=self.bert.head_seed)
     self.build_weights()
 
   def call(self, inputs, training=None):
@@ -101,7 +101,7 @@ class BertFeatureTagger(task_model.BertTaskModel):
     self.bert.trainable = False
     self.tagger = heads.FeatureTaggerHead(
         num_labels, len(self.layer_indexes), lstm_units, weighted_sum,
-        seed=(seed or 0) + 7919)
+        seed=self.bert.head_seed)
     self.build_weights()
 
   def call(self, inputs, training=None):

@@ -271,3 +271,39 @@ def test_skipping_padding_with_causal_attention_and_dropout(tmp_path):
     training = model(batch, training=True)["sequence_output"].numpy()
     assert np.abs(training - outputs[-1])[real].max() > 1e-2
   np.testing.assert_allclose(outputs[1][real], outputs[0][real], atol=1e-5)
+
+
+def test_skipping_padding_drops_what_the_padded_batch_drops(tmp_path):
+  """With dropout on, the encoder skipping padding draws the padded
+  batch's masks at the real positions: the same outputs and gradients,
+  call after call (masks drawn on the gathered rows instead were other
+  ones, and training took another path than the padded batch's)."""
+  config = tiny_config(hidden_dropout_prob=0.3,
+                       attention_probs_dropout_prob=0.2)
+  batch = padded_pair_batch(config)
+  real = batch["input_mask"].astype(bool)
+  prefix = reference.write_tf1_checkpoint(
+      str(tmp_path / "bert_model.ckpt"), reference.random_weights(config, 0))
+  results = []
+  for skip_padding in (False, True):
+    model = modeling.BertModel(config, seed=5, skip_padding=skip_padding)
+    modeling.load_checkpoint(model, prefix)
+    calls = []
+    for _ in range(3):
+      with tf.GradientTape() as tape:
+        outputs = model(batch, training=True)
+        weights = tf.cast(batch["input_mask"], tf.float32)[:, :, None]
+        loss = tf.reduce_sum(outputs["sequence_output"] ** 2 * weights)
+      grads = tape.gradient(loss, model.trainable_variables)
+      # The pooler has no gradient (None).
+      calls.append((outputs["sequence_output"].numpy()[real],
+                    [tf.convert_to_tensor(g).numpy() for g in grads
+                     if g is not None]))
+    results.append(calls)
+    inference = model(batch, training=False)["sequence_output"].numpy()[real]
+    assert np.abs(calls[0][0] - inference).max() > 1e-2  # dropout acted
+  assert np.abs(results[0][0][0] - results[0][1][0]).max() > 1e-2
+  for (padded, padded_grads), (skipped, skipped_grads) in zip(*results):
+    np.testing.assert_allclose(skipped, padded, atol=1e-5)
+    for g, w in zip(skipped_grads, padded_grads):
+      np.testing.assert_allclose(g, w, atol=1e-5, rtol=1e-5)

@@ -17,6 +17,7 @@ from runner_lib.core import flags as runner_flags
 from runner_lib.core import input_pipeline
 from runner_lib.core import predict
 from runner_lib.core import tfrecord
+from runner_lib.core import training
 from runner_lib.ner import task as ner_task
 from runner_lib.pretraining import task as pretraining_task
 from runner_lib.squad import task as squad_task
@@ -245,6 +246,36 @@ def test_runners_trimmed_equal_full_length_on_real_rows(shared_data,
     np.testing.assert_allclose(
         [t["layers"][0]["values"] for t in a["features"]],
         [t["layers"][0]["values"] for t in b["features"]], atol=2e-6)
+
+
+def test_training_skipping_padding_equals_trimmed_training_with_dropout(
+    tmp_path):
+  """The default path (trimmed, padding skipped) trains as the trimmed
+  batches do with dropout on: the same masks at every real position, so
+  the same weights after every step, not only without dropout."""
+  path = str(tmp_path / "train.tf_record")
+  write_records(path, list(np.random.RandomState(4).randint(2, 40, 32)), 64,
+                seed=2)
+  config = modeling.BertConfig(**dict(CONFIG.to_dict(),
+                                      hidden_dropout_prob=0.3,
+                                      attention_probs_dropout_prob=0.2))
+  task = classifier_task.ClassificationTask(config, 64, ["0", "1"])
+  weights = []
+  for skip in (True, False):
+    tf.keras.utils.set_random_seed(1)
+    trainer = training.Trainer(
+        tf.distribute.get_strategy(), task.model_builder(skip), task.loss,
+        str(tmp_path / ("out_%s" % skip)), 1e-3, 4, 1)
+    assert trainer.model.bert.skip_padding == skip
+    trainer.train(input_pipeline.training_dataset_fn(
+        [path], task.name_to_features(True), 8, 3,
+        trim=task.sequence_features(True)), 8)
+    weights.append([v.numpy() for v in trainer.model.trainable_variables])
+  moved = max(float(np.abs(a - b).max()) for a, b in zip(
+      weights[0], task.build_model().trainable_variables))
+  assert moved > 1e-3
+  for a, b in zip(*weights):
+    np.testing.assert_allclose(a, b, atol=1e-5)
 
 
 def serialized(lengths, width):
