@@ -132,14 +132,50 @@ def test_optimizer_matches_numpy_original_update():
       [k + "/adam_m" for k in w0] + [k + "/adam_v" for k in w0])
 
 
-def test_first_update_is_smaller_than_bias_corrected_adam():
+def test_first_update_is_larger_than_bias_corrected_adams():
   # With no bias correction the first step moves a weight by about
   # lr * 0.1 / sqrt(0.001) = 3.16 lr, not lr: the original's behaviour.
-  variable = tf.Variable([1.0])
-  optimizer = optimization.AdamWeightDecay({"bert/b/bias": variable})
-  optimizer.apply_gradients([tf.constant([2.0])], tf.constant(0.01))
-  np.testing.assert_allclose(variable.numpy(), [1.0 - 0.01 * 3.16227766],
-                             rtol=1e-4)
+  # With the correction (adamw_corrected), by lr.
+  for name, moved in (("adamw", 3.16227766), ("adamw_corrected", 1.0)):
+    variable = tf.Variable([1.0])
+    optimizer = optimization.OPTIMIZERS[name]({"bert/b/bias": variable})
+    optimizer.apply_gradients([tf.constant([2.0])], tf.constant(0.01),
+                              tf.constant(0))
+    np.testing.assert_allclose(variable.numpy(), [1.0 - 0.01 * moved],
+                               rtol=1e-4, err_msg=name)
+
+
+def test_corrected_optimizer_is_pytorchs_adamw():
+  """adamw_corrected, step by step, against PyTorch's documented AdamW
+  (weight decay first, then the bias-corrected Adam step with eps added
+  to sqrt(v) / sqrt(1 - b2^t)), in float64 NumPy."""
+  rng = np.random.RandomState(5)
+  w0 = {"bert/x/kernel": rng.randn(3, 2).astype(np.float32),
+        "bert/x/LayerNorm/beta": rng.randn(2).astype(np.float32)}
+  variables = {k: tf.Variable(v) for k, v in w0.items()}
+  optimizer = optimization.AdamWeightDecayCorrected(variables)
+  np_w = {k: v.astype(np.float64) for k, v in w0.items()}
+  m = {k: 0.0 for k in w0}
+  v = {k: 0.0 for k in w0}
+  for step in range(5):
+    grads = {k: rng.randn(*w0[k].shape) for k in w0}
+    lr = 0.05 / (step + 1)
+    optimizer.apply_gradients([tf.constant(grads[k], tf.float32)
+                               for k in optimizer.names], tf.constant(lr),
+                              tf.constant(step))
+    t = step + 1
+    for k in w0:
+      if k == "bert/x/kernel":  # LayerNorm and bias get no decay
+        np_w[k] *= 1.0 - lr * 0.01
+      m[k] = 0.9 * m[k] + 0.1 * grads[k]
+      v[k] = 0.999 * v[k] + 0.001 * grads[k] ** 2
+      denominator = np.sqrt(v[k]) / np.sqrt(1.0 - 0.999 ** t) + 1e-6
+      np_w[k] -= lr / (1.0 - 0.9 ** t) * m[k] / denominator
+    for k in w0:
+      np.testing.assert_allclose(variables[k].numpy(), np_w[k], rtol=1e-5,
+                                 atol=1e-6, err_msg=(k, step))
+  assert sorted(optimizer.slot_variables()) == sorted(
+      [k + "/adam_m" for k in w0] + [k + "/adam_v" for k in w0])
 
 
 def test_trainer_init_from_google_checkpoint_keeps_its_weights(tmp_path):

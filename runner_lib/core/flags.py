@@ -129,9 +129,12 @@ def define_training_flags(modes=("train", "eval")):
                     "tf.distribute strategy when not on TPU: auto picks "
                     "multi_worker_mirrored when TF_CONFIG names several "
                     "tasks, mirrored with several GPUs, else default.")
-  flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"],
-                    "adamw: the original AdamWeightDecay. lamb: LAMB, for "
-                    "large batches.")
+  flags.DEFINE_enum("optimizer", "adamw", ["adamw", "adamw_corrected",
+                                           "lamb"],
+                    "adamw: the original AdamWeightDecay (no bias "
+                    "correction). adamw_corrected: the same with Adam's "
+                    "bias correction, as PyTorch's AdamW (steadier on short "
+                    "fine-tuning runs). lamb: LAMB, for large batches.")
   flags.DEFINE_enum("precision", "float32",
                     ["float32", "bfloat16", "float16"],
                     "Compute precision: bfloat16 / float16 run matmuls and "

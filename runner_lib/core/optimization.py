@@ -3,8 +3,13 @@
 Written as a plain tf.Module rather than a Keras optimizer so its slots keep
 the original checkpoint layout: `<variable name>/adam_m` and `/adam_v` beside
 each weight. tf-models-official's AdamWeightDecay applies Adam's bias
-correction; the original does not, and neither does this one (so the first
-updates are smaller than bias-corrected Adam's, exactly as BERT was trained).
+correction; the original does not, and neither does this one, exactly as
+BERT was trained. Without it the early updates are larger than
+bias-corrected Adam's: m / sqrt(v) is (1 - b1^t) / sqrt(1 - b2^t) times
+m_hat / sqrt(v_hat), 3.2x at the first step, 6.5x at step 10, 2.9x at step
+125. Zhang et al. 2021 ("Revisiting Few-sample BERT Fine-tuning") found
+this makes short fine-tuning runs unstable; AdamWeightDecayCorrected
+(--optimizer=adamw_corrected) is the same update with the correction.
 """
 
 import re
@@ -156,6 +161,29 @@ class AdamWeightDecay(tf.Module):
     return variable.assign_sub(learning_rate * update)
 
 
+class AdamWeightDecayCorrected(AdamWeightDecay):
+  """AdamWeightDecay with Adam's bias correction: the update of PyTorch's
+  AdamW (and so HuggingFace's fine-tuning), tf-models-official's
+  AdamWeightDecay and Adam's paper, with the original's epsilon, weight
+  decay and slots.
+
+  m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t) at update t = step + 1;
+  w -= lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay_rate * w).
+  """
+
+  def _step(self, variable, grad, m, v, learning_rate, step, decay):
+    grad = tf.cast(grad, tf.float32)
+    t = tf.cast(step, tf.float32) + 1.0
+    m = m.assign(self.beta_1 * m + (1.0 - self.beta_1) * grad)
+    v = v.assign(self.beta_2 * v + (1.0 - self.beta_2) * tf.square(grad))
+    m_hat = m / (1.0 - tf.pow(self.beta_1, t))
+    v_hat = v / (1.0 - tf.pow(self.beta_2, t))
+    update = m_hat / (tf.sqrt(v_hat) + self.epsilon)
+    if decay:
+      update += self.weight_decay_rate * variable
+    return variable.assign_sub(learning_rate * update)
+
+
 class Lamb(AdamWeightDecay):
   """LAMB (You et al. 2019), for large batches: Adam with bias correction
   and a per-weight trust ratio ||w|| / ||update||.
@@ -185,4 +213,5 @@ class Lamb(AdamWeightDecay):
     return variable.assign(variable - ratio * learning_rate * update)
 
 
-OPTIMIZERS = {"adamw": AdamWeightDecay, "lamb": Lamb}
+OPTIMIZERS = {"adamw": AdamWeightDecay,
+              "adamw_corrected": AdamWeightDecayCorrected, "lamb": Lamb}

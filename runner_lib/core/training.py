@@ -128,7 +128,8 @@ class Trainer(object):
       jit_compile: bool, compile forward and backward passes with XLA.
       gradient_accumulation_steps: int, micro-batches per update; the
         per-replica batch is split into this many.
-      optimizer: "adamw" (the original) or "lamb" (optimization.OPTIMIZERS).
+      optimizer: "adamw" (the original), "adamw_corrected" or "lamb"
+        (optimization.OPTIMIZERS).
       loss_scaling: bool, dynamic loss scaling for float16: the loss is
         scaled up before the backward pass; a step whose gradients overflow
         is skipped (global_step does not move) and the scale halved; after
