@@ -56,7 +56,7 @@ def check_flags():
   """Validates flags and inputs before any slow work.
 
   Returns:
-    (bert_config, tokenizer, layer_indexes, checkpoint prefix).
+    (bert_config, tokenizer, layer_indexes).
 
   Raises:
     errors.InputError (errors.OutputError: --output_file cannot be
@@ -65,7 +65,7 @@ def check_flags():
   config, tokenizer = runner_flags.config_and_tokenizer()
   runner_flags.check_positive(("batch_size",))
   layer_indexes = data.parse_layers(FLAGS.layers, config.num_hidden_layers)
-  checkpoint = modeling.resolve_checkpoint_path(FLAGS.init_checkpoint)
+  modeling.resolve_checkpoint_path(FLAGS.init_checkpoint)
   if not tf.io.gfile.exists(FLAGS.input_file):
     raise errors.InputError("input_file %s does not exist." %
                             FLAGS.input_file)
@@ -73,11 +73,11 @@ def check_flags():
     raise errors.InputError("input_file %s is empty: no lines to extract "
                             "features of." % FLAGS.input_file)
   fileio.check_output_file(FLAGS.output_file)
-  return config, tokenizer, layer_indexes, checkpoint
+  return config, tokenizer, layer_indexes
 
 
 def main(_):
-  config, tokenizer, layer_indexes, checkpoint = check_flags()
+  config, tokenizer, layer_indexes = check_flags()
   strategy = distribute.get_strategy(**runner_flags.tpu_flag_values())
   if FLAGS.batch_size % strategy.num_replicas_in_sync:
     raise errors.InputError(
@@ -89,7 +89,9 @@ def main(_):
     model = modeling.BertModel(
         config, use_one_hot_embeddings=FLAGS.use_one_hot_embeddings,
         skip_padding=runner_flags.trims(strategy))
-  modeling.load_checkpoint(model, checkpoint)
+  # The flag, not the prefix check_flags found: in a directory, a damaged
+  # newest data file falls back to the checkpoint before it.
+  modeling.load_checkpoint(model, FLAGS.init_checkpoint)
 
   def predict_fn(batch):
     outputs = model(batch, training=False)["all_encoder_layers"]

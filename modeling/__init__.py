@@ -5,6 +5,7 @@ from modeling.bert_model import BertModel
 from modeling.checkpoint import CheckpointError
 from modeling.checkpoint import DamagedCheckpointError
 from modeling.checkpoint import dropout_state_variables
+from modeling.checkpoint import first_intact
 from modeling.checkpoint import head_variable_names
 from modeling.checkpoint import load_checkpoint
 from modeling.checkpoint import open_checkpoint

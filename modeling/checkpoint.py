@@ -5,15 +5,18 @@ kept here in one place. Loading resolves every name the model needs, reports
 what the file lacks or holds in the wrong shape (all of it, at once), and
 ignores what the model does not use (optimizer slots, global_step, heads of
 other tasks). Saving writes the same names, so tools made for Google's
-checkpoints read ours unchanged.
+checkpoints read ours unchanged. A directory stands for its newest intact
+checkpoint (checkpoint_dir lists the candidates, as resuming does).
 """
 
 import collections
+import os
 
 from absl import logging
 import tensorflow as tf
 
 from modeling import bert_model
+from modeling import checkpoint_dir
 from modeling import heads
 from modeling import layers
 
@@ -130,8 +133,11 @@ def open_checkpoint(prefix):
   if not tf.io.gfile.exists(prefix + ".index"):
     raise DamagedCheckpointError("Checkpoint %s has no index file %s.index."
                                  % (prefix, prefix))
+  # Not tf.train.load_checkpoint, which first asks whether prefix is a
+  # directory: ram:// (tests' remote file system) says yes to any prefix of
+  # a file's name.
   try:
-    return tf.train.load_checkpoint(prefix)
+    return tf.compat.v1.train.NewCheckpointReader(prefix)
   except _READ_ERRORS as e:
     raise DamagedCheckpointError(
         "Checkpoint %s is damaged: cannot read %s.index (%s)." %
@@ -277,42 +283,105 @@ def dropout_state_variables(model):
           for i, layer in enumerate(dropouts)}
 
 
-def resolve_checkpoint_path(checkpoint):
-  """Turns a checkpoint prefix or a directory into an existing prefix.
+def first_intact(prefixes, use):
+  """Calls use on each checkpoint in turn until one's files read back.
+
+  A damaged checkpoint (an interrupted copy, a full disk, a bad sector) is
+  skipped for the one before it, with a warning naming it: resuming or
+  initializing from a folder then costs the steps since that one, not the
+  run.
 
   Args:
-    checkpoint: str, a prefix such as ".../bert_model.ckpt" (the files are
-      prefix.index and prefix.data-*), or a directory holding checkpoints
-      (its latest is taken).
+    prefixes: list of str, checkpoint prefixes, newest first.
+    use: callable prefix -> result, raising DamagedCheckpointError (having
+      changed nothing) where the prefix's files cannot be read.
 
   Returns:
-    str, the prefix.
+    (prefix, use's result) of the first intact checkpoint; (None, None)
+    where every one is damaged (or prefixes is empty).
 
   Raises:
-    CheckpointError: nothing there, or an index that cannot be read
-      (DamagedCheckpointError).
+    CheckpointError: from use, for a checkpoint that reads back but does
+      not fit (no fallback: the one before would not fit either).
   """
-  return _open_resolved(checkpoint)[0]
+  for n, prefix in enumerate(prefixes):
+    try:
+      result = use(prefix)
+    except DamagedCheckpointError as e:
+      logging.warning("%s Falling back to the checkpoint before it.", e)
+      continue
+    if n:
+      logging.warning("Using %s: newer checkpoint(s) damaged: %s", prefix,
+                      ", ".join(prefixes[:n]))
+    return prefix, result
+  return None, None
 
 
-def _open_resolved(checkpoint):
-  """(prefix, reader of its index) of a prefix or directory; see
-  resolve_checkpoint_path. The index is read once, before any work."""
-  if tf.io.gfile.isdir(checkpoint):
-    latest = tf.train.latest_checkpoint(checkpoint)
-    if latest is None:
-      raise CheckpointError(
-          "No checkpoint in directory %s (no 'checkpoint' state file); give "
-          "the prefix instead, e.g. %s/bert_model.ckpt" %
-          (checkpoint, checkpoint.rstrip("/")))
-    return latest, open_checkpoint(latest)
-  if not tf.io.gfile.exists(checkpoint + ".index"):
+def _use_resolved(checkpoint, use):
+  """Calls use on a prefix, or on a directory's newest intact checkpoint.
+
+  Args:
+    checkpoint: str, a prefix, or a directory: see
+      checkpoint_dir.checkpoints_to_load for the checkpoints it stands for.
+    use: as for first_intact.
+
+  Returns:
+    (prefix, use's result).
+
+  Raises:
+    CheckpointError: no such prefix or no checkpoint in the directory; or
+      from use. DamagedCheckpointError: the prefix, or every checkpoint in
+      the directory, is damaged.
+  """
+  # The prefix test first: ram:// takes any prefix of a file's name for a
+  # directory.
+  if tf.io.gfile.exists(checkpoint + ".index"):
+    return checkpoint, use(checkpoint)
+  if not tf.io.gfile.isdir(checkpoint):
     hint = ""
     if checkpoint.endswith((".index", ".meta")) or ".data-" in checkpoint:
       hint = " Give the prefix without the .index/.data/.meta suffix."
     raise CheckpointError("Checkpoint not found: %s (no file %s.index).%s" %
                           (checkpoint, checkpoint, hint))
-  return checkpoint, open_checkpoint(checkpoint)
+  prefixes = checkpoint_dir.checkpoints_to_load(checkpoint)
+  if not prefixes:
+    others = checkpoint_dir.prefixes_on_disk(checkpoint)
+    if others:
+      raise CheckpointError(
+          "Directory %s holds %d checkpoints (%s) and no 'checkpoint' state "
+          "file naming one; give the prefix instead, e.g. %s" %
+          (checkpoint, len(others),
+           ", ".join(os.path.basename(p) for p in others), others[-1]))
+    raise CheckpointError(
+        "No checkpoint in directory %s (no 'checkpoint' state file, "
+        "model.ckpt-N or other *.index file); give the prefix instead, "
+        "e.g. %s/bert_model.ckpt" % (checkpoint, checkpoint.rstrip("/")))
+  prefix, result = first_intact(prefixes, use)
+  if prefix is None:
+    raise DamagedCheckpointError(
+        "No intact checkpoint in directory %s; damaged: %s." %
+        (checkpoint, ", ".join(os.path.basename(p) for p in prefixes)))
+  return prefix, result
+
+
+def resolve_checkpoint_path(checkpoint):
+  """Turns a checkpoint prefix or a directory into an existing prefix.
+
+  Args:
+    checkpoint: str, a prefix such as ".../bert_model.ckpt" (the files are
+      prefix.index and prefix.data-*), or a directory: the newest
+      checkpoint its state file names (by base name, wherever the file
+      says it was), else its newest model.ckpt-N, else its one prefix. An
+      index that cannot be read falls back to the checkpoint before it.
+
+  Returns:
+    str, the prefix; its index has been read, its data not yet.
+
+  Raises:
+    CheckpointError: nothing there, or indexes that cannot be read
+      (DamagedCheckpointError).
+  """
+  return _use_resolved(checkpoint, open_checkpoint)[0]
 
 
 LoadResult = collections.namedtuple("LoadResult",
@@ -324,7 +393,9 @@ def load_checkpoint(model, checkpoint, allow_partial=False):
 
   Args:
     model: a BertModel or a model accepted by variable_map.
-    checkpoint: str, checkpoint prefix or directory.
+    checkpoint: str, checkpoint prefix or directory (see
+      resolve_checkpoint_path; in a directory a damaged checkpoint, index
+      or data, falls back to the one before it, with a warning).
     allow_partial: bool; if True, variables the file lacks keep their
       initial values (fine-tuning from a pre-training checkpoint, whose
       task layer is new). Shape mismatches are errors either way.
@@ -338,9 +409,16 @@ def load_checkpoint(model, checkpoint, allow_partial=False):
       allow_partial) or holds some in another shape, each one listed; or
       its files are damaged (DamagedCheckpointError, naming the file).
   """
-  path, reader = _open_resolved(checkpoint)
-  shapes = reader.get_variable_to_shape_map()
   names = variable_map(model)
+  return _use_resolved(
+      checkpoint, lambda prefix: _load(names, prefix, allow_partial))[1]
+
+
+def _load(names, path, allow_partial):
+  """Assigns names' variables from the checkpoint path; see
+  load_checkpoint. Raises DamagedCheckpointError before any assignment."""
+  reader = open_checkpoint(path)
+  shapes = reader.get_variable_to_shape_map()
   missing, mismatched = [], []
   for name, variable in names.items():
     if name not in shapes:

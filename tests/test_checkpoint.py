@@ -109,8 +109,9 @@ def test_missing_checkpoint_is_named(tmp_path):
   modeling.save_checkpoint(model, str(tmp_path / "m.ckpt"))
   with pytest.raises(modeling.CheckpointError, match="without the .index"):
     modeling.load_checkpoint(model, str(tmp_path / "m.ckpt.index"))
+  (tmp_path / "empty").mkdir()
   with pytest.raises(modeling.CheckpointError, match="No checkpoint in dir"):
-    modeling.load_checkpoint(model, str(tmp_path))
+    modeling.load_checkpoint(model, str(tmp_path / "empty"))
 
 
 def test_directory_resolves_to_latest(tmp_path):

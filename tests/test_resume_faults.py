@@ -18,6 +18,7 @@ import pytest
 import tensorflow as tf
 
 import modeling
+from modeling import checkpoint_dir
 from runner_lib.core import checkpointing
 from runner_lib.core import errors
 from runner_lib.core import interrupt
@@ -491,7 +492,7 @@ def assert_same_weights(got_prefix, want_prefix):
 
 
 def saved_steps(directory):
-  return checkpointing.TrainingCheckpoint(str(directory), {}).steps_on_disk()
+  return checkpoint_dir.saved_steps(str(directory))
 
 
 @pytest.mark.slow

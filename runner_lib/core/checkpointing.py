@@ -5,7 +5,9 @@ their `adam_m` / `adam_v` optimizer slots beside them and `global_step`, as
 the original run_pretraining.py wrote them, plus the dropout generators'
 states (so a resumed run continues the same random stream). The
 `checkpoint` state file is rewritten atomically after the data and index
-files are complete.
+files are complete. Which checkpoints a folder holds, and the state file's
+format, are modeling/checkpoint_dir.py's, so that an `--init_checkpoint`
+directory reads as resuming does.
 
 Resuming trusts no file blindly: the state file names the newest
 checkpoint, but each candidate is read in full (index and every tensor,
@@ -21,16 +23,16 @@ from absl import logging
 import tensorflow as tf
 
 import modeling
+from modeling import checkpoint_dir
 
-_STEP = re.compile(r"model\.ckpt-(\d+)$")
-# Any file of a checkpoint: its index, a data shard.
-_FILE_STEP = re.compile(r"^model\.ckpt-(\d+)\.(index|data-\d+-of-\d+)$")
 # What an interrupted write leaves: TensorFlow's BundleWriter writes
 # `<file>.tempstate<N>` and renames it when complete; the state file is
 # written as `checkpoint.tmp<hex>` and renamed.
-_TEMPORARY = re.compile(r"(\.tempstate\d*$)|(^checkpoint\.tmp[0-9a-f]*$)")
+_TEMPORARY = re.compile(r"(\.tempstate\d*$)|(^%s[0-9a-f]*$)" % re.escape(
+    checkpoint_dir.STATE_FILE + checkpoint_dir.TEMPORARY_SUFFIX))
 
-STATE_FILE = "checkpoint"
+# The Trainer reports the step of the newest checkpoint with it.
+step_of = checkpoint_dir.step_of
 
 
 class TrainingCheckpoint(object):
@@ -47,65 +49,11 @@ class TrainingCheckpoint(object):
     self.variables = dict(variables)
     self.keep_checkpoint_max = keep_checkpoint_max
 
-  def _prefix(self, step):
-    return os.path.join(self.output_dir, "model.ckpt-%d" % step)
-
-  def _state(self):
-    """The state file's checkpoints as steps, newest last, or None where
-    the file is missing or unreadable.
-
-    Entries are taken by their base name inside output_dir: a directory
-    moved or copied elsewhere still reads (and prunes) its own files.
-    """
-    path = os.path.join(self.output_dir, STATE_FILE)
-    if not tf.io.gfile.exists(path):
-      return None
-    # get_checkpoint_state logs and returns None for a file it cannot
-    # parse, and raises ValueError for one naming no checkpoint (empty).
-    try:
-      state = tf.train.get_checkpoint_state(self.output_dir)
-    except ValueError:
-      state = None
-    steps = [step_of(p) for p in
-             list(state.all_model_checkpoint_paths if state else []) +
-             [state.model_checkpoint_path if state else ""]]
-    if not state or None in steps:
-      logging.warning("State file %s is unreadable; looking at the "
-                      "model.ckpt-STEP files instead.", path)
-      return None
-    return [s for s in steps[:-1] if s != steps[-1]] + [steps[-1]]
-
-  def steps_on_disk(self):
-    """Steps of every model.ckpt-STEP file in output_dir, ascending."""
-    if not tf.io.gfile.isdir(self.output_dir):
-      return []
-    found = (_FILE_STEP.match(name)
-             for name in tf.io.gfile.listdir(self.output_dir))
-    return sorted({int(m.group(1)) for m in found if m})
-
-  def candidates(self):
-    """Checkpoint steps to resume from, newest first: the state file's
-    newest and every older one on disk; without a readable state file,
-    every one on disk."""
-    on_disk = self.steps_on_disk()
-    state = self._state()
-    if state is None:
-      if on_disk and not tf.io.gfile.exists(
-          os.path.join(self.output_dir, STATE_FILE)):
-        logging.warning("No state file %s beside %d checkpoint(s); looking "
-                        "at the model.ckpt-STEP files instead.",
-                        os.path.join(self.output_dir, STATE_FILE),
-                        len(on_disk))
-      return on_disk[::-1]
-    newest = state[-1]
-    return sorted({s for s in on_disk if s <= newest} | {newest},
-                  reverse=True)
-
   def latest(self):
     """The newest checkpoint prefix the state file (or, without one, the
     files) names, not yet verified; or None."""
-    candidates = self.candidates()
-    return self._prefix(candidates[0]) if candidates else None
+    candidates = checkpoint_dir.training_checkpoints(self.output_dir)
+    return candidates[0] if candidates else None
 
   def restore_latest(self):
     """Restores the newest intact checkpoint in output_dir.
@@ -117,26 +65,15 @@ class TrainingCheckpoint(object):
       modeling.CheckpointError: checkpoints exist but none can be read, or
         they do not fit the variables (another config).
     """
-    candidates = self.candidates()
-    damaged = []
-    for step in candidates:
-      prefix = self._prefix(step)
-      try:
-        self.restore(prefix)
-      except modeling.DamagedCheckpointError as e:
-        logging.warning("%s Falling back to the checkpoint before it.", e)
-        damaged.append(prefix)
-        continue
-      if damaged:
-        logging.warning("Resuming from %s: newer checkpoint(s) damaged: %s",
-                        prefix, ", ".join(damaged))
-      return prefix
-    if damaged:
+    candidates = checkpoint_dir.training_checkpoints(self.output_dir)
+    prefix, _ = modeling.first_intact(candidates, self.restore)
+    if candidates and prefix is None:
       raise modeling.CheckpointError(
           "No intact checkpoint in %s to resume from; damaged: %s. Move "
           "them away (or use another --output_dir) to start over." %
-          (self.output_dir, ", ".join(os.path.basename(p) for p in damaged)))
-    return None
+          (self.output_dir,
+           ", ".join(os.path.basename(p) for p in candidates)))
+    return prefix
 
   def restore(self, prefix):
     """Assigns every variable from prefix, after reading it all.
@@ -170,24 +107,19 @@ class TrainingCheckpoint(object):
 
   def save(self, step):
     """Writes model.ckpt-STEP and points the state file at it."""
-    prefix = self._prefix(step)
+    prefix = checkpoint_dir.step_prefix(self.output_dir, step)
     modeling.save_variables(prefix, self.variables)
-    steps = self._state()
+    steps = checkpoint_dir.state_steps(self.output_dir)
     if steps is None:
-      steps = [s for s in self.steps_on_disk() if s < step]
+      steps = [s for s in checkpoint_dir.saved_steps(self.output_dir)
+               if s < step]
     steps = [s for s in steps if s != step] + [step]
     stale, steps = (steps[:-self.keep_checkpoint_max],
                     steps[-self.keep_checkpoint_max:])
-    # Base names, which TensorFlow reads relative to output_dir (the
-    # original wrote absolute paths, so a moved output_dir resumed from,
-    # and pruned, its old location). Written to a temporary file and
-    # renamed: atomic.
-    tf.compat.v1.train.update_checkpoint_state(
-        self.output_dir, os.path.basename(prefix),
-        all_model_checkpoint_paths=[
-            os.path.basename(self._prefix(s)) for s in steps])
+    checkpoint_dir.write_state(self.output_dir, steps)
     for old in stale:
-      for path in tf.io.gfile.glob(self._prefix(old) + ".*"):
+      for path in tf.io.gfile.glob(
+          checkpoint_dir.step_prefix(self.output_dir, old) + ".*"):
         tf.io.gfile.remove(path)
     logging.info("Saved %s", prefix)
     return prefix
@@ -203,8 +135,3 @@ def remove_temporaries(output_dir):
                       os.path.join(output_dir, name))
       tf.io.gfile.remove(os.path.join(output_dir, name))
 
-
-def step_of(prefix):
-  """The global step in a model.ckpt-STEP prefix, or None."""
-  m = _STEP.search(prefix or "")
-  return int(m.group(1)) if m else None
