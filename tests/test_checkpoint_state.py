@@ -10,6 +10,8 @@ import pytest
 import tensorflow as tf
 
 import modeling
+from runner_lib.core import errors
+from runner_lib.core import model_inputs
 from runner_lib.core import packing
 from runner_lib.core import training
 from runner_lib.pretraining import task as pretraining
@@ -248,3 +250,24 @@ def test_export_reads_the_relative_output_dir_of_a_training_run(
                     "segment_ids": np.array([segments])}, training=False)
   np.testing.assert_allclose(got["pooled_output"].numpy(),
                              expected["pooled_output"].numpy(), atol=1e-5)
+
+
+def test_case_check_reads_the_prefix_a_directory_stands_for(tmp_path):
+  """--init_checkpoint=uncased_L-12_H-768_A-12 (the released folder) is
+  checked against --do_lower_case as its bert_model.ckpt is."""
+  config = modeling.BertConfig(vocab_size=10, hidden_size=8,
+                               num_hidden_layers=1, num_attention_heads=2,
+                               intermediate_size=16,
+                               max_position_embeddings=16, type_vocab_size=2)
+  folder = tmp_path / "uncased_L-12_H-768_A-12"
+  modeling.save_checkpoint(modeling.BertModel(config),
+                           str(folder / "bert_model.ckpt"))
+  (folder / "bert_config.json").write_text(config.to_json_string())
+  (folder / "vocab.txt").write_text("\n".join(
+      ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]) + "\n")
+  args = (str(folder / "bert_config.json"), str(folder / "vocab.txt"))
+  model_inputs.load_config_and_tokenizer(*args, True, str(folder), 8)
+  with pytest.raises(errors.InputError) as error:
+    model_inputs.load_config_and_tokenizer(*args, False, str(folder), 8)
+  assert "uncased_L-12_H-768_A-12" in str(error.value)
+  assert "do_lower_case" in str(error.value)

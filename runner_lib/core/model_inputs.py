@@ -33,6 +33,10 @@ def load_config_and_tokenizer(bert_config_file, vocab_file, do_lower_case,
     raise errors.InputError(
         "--max_seq_length=%d is too small: [CLS] A [SEP] B [SEP] needs at "
         "least 3 positions." % max_seq_length)
+  if init_checkpoint:
+    # A directory stands for the prefix inside it, whose name (e.g.
+    # uncased_L-12_H-768_A-12/bert_model.ckpt) the case check reads.
+    init_checkpoint = modeling.resolve_checkpoint_path(init_checkpoint)
   try:
     tokenization.validate_case_matches_checkpoint(do_lower_case,
                                                   init_checkpoint)
@@ -45,6 +49,4 @@ def load_config_and_tokenizer(bert_config_file, vocab_file, do_lower_case,
         "the embedding table. Use the vocab and config of the same model." %
         (vocab_file, tokenizer.vocab_size, bert_config_file,
          config.vocab_size))
-  if init_checkpoint:
-    modeling.resolve_checkpoint_path(init_checkpoint)
   return config, tokenizer
