@@ -103,31 +103,47 @@ def test_finetuning_steps(examples, batch, epochs, warmup, want):
                                        warmup) == want
 
 
-def test_optimizer_matches_numpy_original_update():
+def numpy_adam_step(w, m, v, grad, lr, t, decay, corrected):
+  """One update in float64: the original's AdamWeightDecay, or (corrected)
+  PyTorch's documented AdamW, weight decay first, then the bias-corrected
+  step with eps added to sqrt(v) / sqrt(1 - b2^t). Returns (w, m, v)."""
+  m = 0.9 * m + 0.1 * grad
+  v = 0.999 * v + 0.001 * grad ** 2
+  if not corrected:
+    update = m / (np.sqrt(v) + 1e-6)  # no bias correction
+    return w - lr * (update + (0.01 * w if decay else 0.0)), m, v
+  if decay:
+    w = w * (1.0 - lr * 0.01)
+  denominator = np.sqrt(v) / np.sqrt(1.0 - 0.999 ** t) + 1e-6
+  return w - lr / (1.0 - 0.9 ** t) * m / denominator, m, v
+
+
+@pytest.mark.parametrize("name,corrected", [("adamw", False),
+                                            ("adamw_corrected", True)])
+def test_optimizer_matches_numpy(name, corrected):
   rng = np.random.RandomState(0)
   w0 = {"bert/x/kernel": rng.randn(3, 2).astype(np.float32),
         "bert/x/bias": rng.randn(2).astype(np.float32),
         "bert/x/LayerNorm/gamma": rng.randn(2).astype(np.float32)}
   variables = {k: tf.Variable(v) for k, v in w0.items()}
-  optimizer = optimization.AdamWeightDecay(variables)
+  optimizer = optimization.OPTIMIZERS[name](variables)
   np_w = {k: v.astype(np.float64) for k, v in w0.items()}
   m = {k: 0.0 for k in w0}
   v = {k: 0.0 for k in w0}
-  for step in range(4):
+  for step in range(5):
     grads = {k: rng.randn(*w0[k].shape) for k in w0}
-    lr = 0.1 * (step + 1)
+    lr = 0.05 * (step + 1)
     optimizer.apply_gradients([tf.constant(grads[k], tf.float32)
-                               for k in optimizer.names], tf.constant(lr))
+                               for k in optimizer.names], tf.constant(lr),
+                              tf.constant(step))
     for k in w0:
-      m[k] = 0.9 * m[k] + 0.1 * grads[k]
-      v[k] = 0.999 * v[k] + 0.001 * grads[k] ** 2
-      update = m[k] / (np.sqrt(v[k]) + 1e-6)  # no bias correction
-      if k == "bert/x/kernel":  # LayerNorm and bias get no decay
-        update += 0.01 * np_w[k]
-      np_w[k] -= lr * update
+      # LayerNorm and bias get no decay.
+      np_w[k], m[k], v[k] = numpy_adam_step(
+          np_w[k], m[k], v[k], grads[k], lr, step + 1,
+          k == "bert/x/kernel", corrected)
     for k in w0:
       np.testing.assert_allclose(variables[k].numpy(), np_w[k], rtol=1e-5,
-                                 atol=1e-6)
+                                 atol=1e-6, err_msg=(k, step))
   assert sorted(optimizer.slot_variables()) == sorted(
       [k + "/adam_m" for k in w0] + [k + "/adam_v" for k in w0])
 
@@ -143,39 +159,6 @@ def test_first_update_is_larger_than_bias_corrected_adams():
                               tf.constant(0))
     np.testing.assert_allclose(variable.numpy(), [1.0 - 0.01 * moved],
                                rtol=1e-4, err_msg=name)
-
-
-def test_corrected_optimizer_is_pytorchs_adamw():
-  """adamw_corrected, step by step, against PyTorch's documented AdamW
-  (weight decay first, then the bias-corrected Adam step with eps added
-  to sqrt(v) / sqrt(1 - b2^t)), in float64 NumPy."""
-  rng = np.random.RandomState(5)
-  w0 = {"bert/x/kernel": rng.randn(3, 2).astype(np.float32),
-        "bert/x/LayerNorm/beta": rng.randn(2).astype(np.float32)}
-  variables = {k: tf.Variable(v) for k, v in w0.items()}
-  optimizer = optimization.AdamWeightDecayCorrected(variables)
-  np_w = {k: v.astype(np.float64) for k, v in w0.items()}
-  m = {k: 0.0 for k in w0}
-  v = {k: 0.0 for k in w0}
-  for step in range(5):
-    grads = {k: rng.randn(*w0[k].shape) for k in w0}
-    lr = 0.05 / (step + 1)
-    optimizer.apply_gradients([tf.constant(grads[k], tf.float32)
-                               for k in optimizer.names], tf.constant(lr),
-                              tf.constant(step))
-    t = step + 1
-    for k in w0:
-      if k == "bert/x/kernel":  # LayerNorm and bias get no decay
-        np_w[k] *= 1.0 - lr * 0.01
-      m[k] = 0.9 * m[k] + 0.1 * grads[k]
-      v[k] = 0.999 * v[k] + 0.001 * grads[k] ** 2
-      denominator = np.sqrt(v[k]) / np.sqrt(1.0 - 0.999 ** t) + 1e-6
-      np_w[k] -= lr / (1.0 - 0.9 ** t) * m[k] / denominator
-    for k in w0:
-      np.testing.assert_allclose(variables[k].numpy(), np_w[k], rtol=1e-5,
-                                 atol=1e-6, err_msg=(k, step))
-  assert sorted(optimizer.slot_variables()) == sorted(
-      [k + "/adam_m" for k in w0] + [k + "/adam_v" for k in w0])
 
 
 def test_trainer_init_from_google_checkpoint_keeps_its_weights(tmp_path):

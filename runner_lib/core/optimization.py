@@ -173,11 +173,16 @@ class AdamWeightDecayCorrected(AdamWeightDecay):
 
   def _step(self, variable, grad, m, v, learning_rate, step, decay):
     grad = tf.cast(grad, tf.float32)
-    t = tf.cast(step, tf.float32) + 1.0
+    # 1 - b^t in float64, as PyTorch computes it in Python: in float32,
+    # 1 - 0.999^2 is off by 3e-5 of itself.
+    t = tf.cast(step, tf.float64) + 1.0
+    correction_1, correction_2 = [
+        tf.cast(1.0 - tf.pow(tf.constant(beta, tf.float64), t), tf.float32)
+        for beta in (self.beta_1, self.beta_2)]
     m = m.assign(self.beta_1 * m + (1.0 - self.beta_1) * grad)
     v = v.assign(self.beta_2 * v + (1.0 - self.beta_2) * tf.square(grad))
-    m_hat = m / (1.0 - tf.pow(self.beta_1, t))
-    v_hat = v / (1.0 - tf.pow(self.beta_2, t))
+    m_hat = m / correction_1
+    v_hat = v / correction_2
     update = m_hat / (tf.sqrt(v_hat) + self.epsilon)
     if decay:
       update += self.weight_decay_rate * variable
