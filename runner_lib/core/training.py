@@ -167,6 +167,14 @@ class Trainer(object):
       self.good_steps = tf.Variable(
           0, dtype=tf.int64, trainable=False,
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    # Outside the strategy: this worker's own stop requests (interrupt.py),
+    # set by the signal handler and read by the step loop every step. On
+    # the host, so that the handler's assign never queues behind the
+    # accelerator's work.
+    with tf.device("CPU:0"):
+      self._stop_requests = tf.Variable(
+          tf.zeros([len(interrupt.SIGNALS)]), trainable=False,
+          name="stop_requests")
     variables = dict(modeling.variable_map(self.model))
     if loss_scaling:
       variables["loss_scale"] = self.loss_scale
@@ -276,6 +284,24 @@ class Trainer(object):
       context.merge_call(self._update_loss_scale, args=(finite,))
     return loss
 
+  def _train_step_and_requests(self, batch, requests):
+    """train_step, whose loss carries this worker's stop requests along.
+
+    Args:
+      batch: per-replica batch.
+      requests: float32 [len(interrupt.SIGNALS)], interrupt.one_hot of the
+        signal this worker got, or zeros.
+
+    Returns:
+      float32 [1 + len(interrupt.SIGNALS)]: the loss, then requests.
+    """
+    return tf.concat([[self.train_step(batch)], requests], 0)
+
+  def _request_stop(self, signum):
+    """Asks the step loop to stop (train_steps in train); a signal
+    handler's callback."""
+    self._stop_requests.assign(interrupt.one_hot(signum))
+
   def _update_loss_scale(self, strategy, finite):
 
     def update(scale, finite, good_steps):
@@ -299,8 +325,9 @@ class Trainer(object):
 
     Raises:
       TrainingError: the loss became NaN or infinite (nothing is saved).
-      errors.Interrupted: SIGINT or SIGTERM arrived; the current step was
-        saved (interrupt.StopRequests).
+      errors.Interrupted: SIGINT or SIGTERM arrived, on this worker or on
+        another one; every worker stopped after the same step, which the
+        chief saved (interrupt.py).
     """
     start_step = self.step
     if start_step >= self.num_train_steps:
@@ -310,18 +337,53 @@ class Trainer(object):
     dataset = self.strategy.distribute_datasets_from_function(
         lambda context: dataset_fn(context, start_step))
     iterator = iter(dataset)
+    self._stop_requests.assign(tf.zeros_like(self._stop_requests))
+    mean = tf.distribute.ReduceOp.MEAN
 
+    # Each step reads this worker's stop requests as it starts, and they
+    # ride on the loss's mean over replicas, the collective every step runs
+    # anyway: under MultiWorkerMirroredStrategy each worker's one-hot flags
+    # are averaged with the others', so all see a flag > 0 after the same
+    # step and stop there together, at no extra round trip (no measurable
+    # cost per step). Chosen over TensorFlow's PreemptionCheckpointHandler,
+    # which agrees through the coordination service but only between its
+    # run() calls, i.e. graph calls: with --iterations_per_loop steps per
+    # call it would act no sooner than this loop did before, and one step
+    # per call costs a call's overhead every step. It also saves through a
+    # CheckpointManager of object-based checkpoints, where ours are the
+    # original's name-based model.ckpt-N, and watches SIGTERM only.
     @tf.function
     def train_steps(iterator, steps):
-      loss = tf.constant(0.0)
+      # [loss, one flag per interrupt.SIGNALS], means over all replicas.
+      means = tf.zeros([1 + len(interrupt.SIGNALS)])
+      done = tf.constant(0)
       for _ in tf.range(steps):
-        per_replica = self.strategy.run(self.train_step,
-                                        args=(next(iterator),))
-        loss = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica,
-                                    axis=None)
-      return loss
+        # The previous step's agreement, not this one's: the loop's
+        # condition is evaluated on the host, which would otherwise wait
+        # for this step's loss before it dispatched the next step (on a
+        # GPU or TPU, a gap in the accelerator's work every step). So a
+        # request read by step k stops the loop after step k + 1; the host
+        # may have dispatched (and read for) a step or two ahead of the
+        # accelerator. A flag once set stays set, so the last step's means
+        # say why the loop stopped.
+        agreed = tf.reduce_max(means[1:]) > 0
+        per_replica = self.strategy.run(
+            self._train_step_and_requests,
+            args=(next(iterator), self._stop_requests.read_value()))
+        means = self.strategy.reduce(mean, per_replica, axis=None)
+        done += 1
+        if agreed:
+          break
+      return means, done
 
-    with interrupt.StopRequests() as stop:
+    # A request made after the last step read it (during that step or the
+    # last save), agreed on the same way.
+    @tf.function
+    def agreed_requests():
+      return self.strategy.reduce(mean, self.strategy.run(
+          tf.identity, args=(self._stop_requests.read_value(),)), axis=None)
+
+    with interrupt.StopRequests(self._request_stop) as stop:
       step = start_step
       while step < self.num_train_steps:
         to_save = (self.save_checkpoints_steps -
@@ -329,8 +391,11 @@ class Trainer(object):
         steps = min(self.iterations_per_loop, to_save,
                     self.num_train_steps - step)
         started = time.time()
-        loss = float(train_steps(iterator, tf.constant(steps)))
+        means, done = stop.run(train_steps, iterator, tf.constant(steps))
         elapsed = time.time() - started
+        means, done = means.numpy(), int(done)
+        loss = float(means[0])
+        signum = interrupt.agreed_signal(means[1:])
         step = self.step
         if not np.isfinite(loss):
           raise TrainingError(
@@ -343,21 +408,36 @@ class Trainer(object):
             self.num_warmup_steps))
         logging.info("step %d/%d loss %.4f lr %.3g %.1f examples/s", step,
                      self.num_train_steps, loss, learning_rate,
-                     steps * global_batch_size / elapsed)
+                     done * global_batch_size / elapsed)
         self._summaries(
             step, loss=loss, learning_rate=learning_rate,
-            examples_per_second=steps * global_batch_size / elapsed)
+            examples_per_second=done * global_batch_size / elapsed)
         if step % self.save_checkpoints_steps == 0 or (
-            step == self.num_train_steps) or stop.signum:
+            step == self.num_train_steps) or signum:
           self.save()
-        if stop.signum:
-          raise errors.Interrupted(
-              "%s at step %d of %d; %s. Run the same command again to "
-              "resume." % (signal.Signals(stop.signum).name, step,
-                           self.num_train_steps,
-                           "saved model.ckpt-%d" % step if self.chief else
-                           "the chief saves the checkpoint"),
-              stop.signum)
+        if signum:
+          raise self._interrupted(signum, stop.signum)
+      signum = interrupt.agreed_signal(stop.run(agreed_requests).numpy())
+      if signum:
+        raise self._interrupted(signum, stop.signum)
+
+  def _interrupted(self, signum, own_signum):
+    """errors.Interrupted for a stop at the current (saved) step.
+
+    Args:
+      signum: the signal all workers stopped for (interrupt.agreed_signal).
+      own_signum: the signal this worker got, or None.
+
+    Returns:
+      errors.Interrupted, whose exit code is signum's.
+    """
+    return errors.Interrupted(
+        "%s%s at step %d of %d; %s. Run the same command again to resume." %
+        (signal.Signals(signum).name,
+         "" if own_signum == signum else " to another worker", self.step,
+         self.num_train_steps,
+         "saved model.ckpt-%d" % self.step if self.chief else
+         "the chief saves the checkpoint"), signum)
 
   def save(self):
     if self.chief:

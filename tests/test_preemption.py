@@ -1,0 +1,408 @@
+"""SIGTERM / SIGINT stop training a few steps after they arrive, whatever
+--iterations_per_loop, and every worker of a cluster after the same step."""
+
+import datetime
+import glob
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from runner_lib.core import errors
+from runner_lib.core import interrupt
+from runner_lib.core import training
+from runner_lib.pretraining import task as pretraining
+from tests import test_run_pretraining as pretraining_test
+from tests.test_modeling import tiny_config
+
+data = pretraining_test.data  # The records fixture (a tiny corpus).
+
+
+def kill_when(predicate, signum, timeout=120):
+  """Sends signum to this process, from a thread, once predicate() holds;
+  gives up after timeout seconds (so that a failed test cannot signal a
+  later one)."""
+  deadline = time.time() + timeout
+
+  def watch():
+    while not predicate():
+      if time.time() > deadline:
+        return
+      time.sleep(0.001)
+    os.kill(os.getpid(), signum)
+
+  threading.Thread(target=watch, daemon=True).start()
+
+
+def graph_calls():
+  """The threads StopRequests.run started that still run."""
+  return [t for t in threading.enumerate() if t.name == "graph_calls"]
+
+
+def test_agreed_signal_is_any_workers_sigterm_first():
+  nothing = [0.0, 0.0]
+  assert interrupt.agreed_signal(nothing) is None
+  # Means over two workers of which one got the signal.
+  for signum in interrupt.SIGNALS:
+    assert interrupt.agreed_signal(
+        np.mean([interrupt.one_hot(signum), nothing], 0)) == signum
+  # Both in the same step: a preemption is reported as one.
+  assert interrupt.agreed_signal(np.mean(
+      [interrupt.one_hot(signal.SIGINT), interrupt.one_hot(signal.SIGTERM)],
+      0)) == signal.SIGTERM
+
+
+def test_a_handler_runs_during_a_graph_call_and_ends_its_loop():
+  # A variable read every iteration sees an assign made meanwhile by
+  # another thread (here the handler, in the main thread): the read is not
+  # hoisted out of the while loop.
+  flags = tf.Variable([0.0, 0.0])
+  count = tf.Variable(0)
+
+  @tf.function
+  def loop(steps):
+    for _ in tf.range(steps):
+      requests = flags.read_value()
+      count.assign_add(1)
+      if tf.reduce_max(requests) > 0:
+        break
+    return count.read_value()
+
+  loop(tf.constant(1))
+  count.assign(0)
+  assigned_at = []
+
+  def request(signum):
+    flags.assign(interrupt.one_hot(signum))
+    assigned_at.append(int(count.numpy()))
+
+  with interrupt.StopRequests(request) as stop:
+    kill_when(lambda: int(count.numpy()) >= 100, signal.SIGTERM)
+    ended = int(stop.run(loop, tf.constant(10**9)))
+  assert stop.signum == signal.SIGTERM
+  # The next iteration ends the loop, or, where its read came just before
+  # the assign, the one after.
+  assert 100 <= ended <= assigned_at[0] + 2, (assigned_at, ended)
+  assert not graph_calls()
+
+
+def test_errors_of_the_graph_call_reach_the_caller_unchanged():
+  @tf.function
+  def check(x):
+    tf.debugging.assert_non_negative(x, message="x went negative")
+    return x
+
+  error = training.TrainingError("Loss is nan")
+
+  def fail():
+    raise error
+
+  with interrupt.StopRequests() as stop:
+    assert int(stop.run(check, tf.constant(3))) == 3
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="x went negative"):
+      stop.run(check, tf.constant(-1))
+    with pytest.raises(training.TrainingError) as raised:
+      stop.run(fail)
+    assert raised.value is error
+    assert int(stop.run(check, tf.constant(4))) == 4  # Still serving.
+  assert not graph_calls()
+
+
+def test_second_ctrl_c_stops_at_once_while_a_step_hangs():
+  hanging, release = threading.Event(), threading.Event()
+
+  def hang():
+    # A collective waiting for a dead peer, say; let go by the test.
+    hanging.set()
+    release.wait(timeout=60)
+    return 0
+
+  @tf.function
+  def step():
+    return tf.py_function(hang, [], tf.int32)
+
+  requests = []
+  with interrupt.StopRequests(requests.append) as stop:
+    kill_when(hanging.is_set, signal.SIGINT)
+    kill_when(lambda: requests, signal.SIGINT)
+    started = time.time()
+    with pytest.raises(KeyboardInterrupt):
+      stop.run(step)
+  assert time.time() - started < 10
+  assert requests == [signal.SIGINT]
+  # The call goes on until it can stop; it then ends on its own.
+  (left,) = graph_calls()
+  release.set()
+  left.join(timeout=60)
+  assert not left.is_alive()
+
+
+def fixed_batch(config):
+  rng = np.random.RandomState(5)
+  ids = rng.randint(1, config.vocab_size, [4, 8])
+  return {"input_ids": tf.constant(ids, tf.int32),
+          "input_mask": tf.ones([4, 8], tf.int32),
+          "segment_ids": tf.zeros([4, 8], tf.int32),
+          "masked_lm_positions": tf.constant([[1, 4]] * 4),
+          "masked_lm_ids": tf.constant(ids[:, [1, 4]], tf.int32),
+          "masked_lm_weights": tf.ones([4, 2]),
+          "next_sentence_labels": tf.constant([[0], [1], [1], [0]])}
+
+
+@pytest.mark.slow
+def test_trainer_stops_a_few_steps_after_a_signal_mid_call(tmp_path):
+  config = tiny_config()
+  task = pretraining.PretrainingTask(config, 8, 2)
+  batch = fixed_batch(config)
+  steps = 300
+  # One graph call for all steps: before, it ran them all.
+  trainer = training.Trainer(
+      tf.distribute.get_strategy(), task.build_model, task.loss,
+      str(tmp_path), 1e-3, steps, 10, iterations_per_loop=1000,
+      save_checkpoints_steps=1000)
+
+  def train():
+    trainer.train(lambda context, step: tf.data.Dataset.from_tensors(
+        batch).repeat(), 4)
+
+  at = []
+  kill_when(lambda: at.append(trainer.step) or at[-1] >= 30, signal.SIGTERM)
+  with pytest.raises(errors.Interrupted) as raised:
+    train()
+  stopped = trainer.step
+  assert raised.value.exit_code == 143
+  assert str(raised.value) == (
+      "SIGTERM at step %d of %d; saved model.ckpt-%d. Run the same command "
+      "again to resume." % (stopped, steps, stopped))
+  # The step under way and the next one may have read the request before
+  # it came; the one after that carries it, and the loop ends a step after
+  # the agreement (Trainer.train).
+  assert at[-1] < stopped <= at[-1] + 3, (at[-1], stopped)
+  assert saved_steps(tmp_path) == [stopped]
+  assert not graph_calls()
+  # The rest, with a Ctrl-C during the last save, after the steps' last
+  # look: still a stop (the request is agreed on after the loop too).
+  save = trainer.save
+
+  def save_then_signal():
+    save()
+    if trainer.step == steps:
+      os.kill(os.getpid(), signal.SIGINT)
+
+  trainer.save = save_then_signal
+  with pytest.raises(errors.Interrupted) as raised:
+    train()
+  assert raised.value.exit_code == 130
+  assert saved_steps(tmp_path) == [stopped, steps]  # Not stopped at once.
+  assert not graph_calls()
+
+
+# End to end, in processes of their own.
+
+
+def saved_steps(directory):
+  return sorted(int(re.search(r"model\.ckpt-(\d+)\.index$", p).group(1))
+                for p in glob.glob(os.path.join(str(directory),
+                                                "model.ckpt-*.index")))
+
+
+def log_time(stderr, pattern):
+  """When absl logged the first line matching pattern, in seconds."""
+  match = re.search(r"^I\d{4} (\d\d:\d\d:\d\d\.\d+) .*%s" % pattern, stderr,
+                    re.M)
+  assert match, "no log line %r" % pattern
+  clock = datetime.datetime.strptime(match.group(1), "%H:%M:%S.%f")
+  return clock.hour * 3600 + clock.minute * 60 + clock.second + (
+      clock.microsecond / 1e6)
+
+
+def seconds_per_call(stderr, steps):
+  """How long the second graph call took, from its log lines: steps /
+  3 to 2 * steps / 3 (traced already)."""
+  return (log_time(stderr, r"step %d/%d loss" % (2 * steps // 3, steps)) -
+          log_time(stderr, r"step %d/%d loss" % (steps // 3, steps)))
+
+
+def start(cmd, log_path, **env):
+  log = open(log_path, "w")
+  process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log,
+                             text=True, env=pretraining_test.env(**env))
+  log.close()
+  return process
+
+
+def wait_for_file(path, processes, deadline):
+  while not os.path.exists(path):
+    assert all(p.poll() is None for p in processes), "exited before %s" % path
+    assert time.time() < deadline, "timed out waiting for %s" % path
+    time.sleep(0.005)
+
+
+def finish(processes, deadline):
+  """Waits for all processes, killing any still running at deadline.
+
+  Returns:
+    list of exit statuses (None for a process that had to be killed).
+  """
+  statuses = []
+  for process in processes:
+    try:
+      statuses.append(process.wait(timeout=max(deadline - time.time(), 1)))
+    except subprocess.TimeoutExpired:
+      statuses.append(None)
+  for process in processes:
+    if process.poll() is None:
+      process.kill()
+      process.wait()
+  return statuses
+
+
+def last_line(log_path):
+  return open(log_path).read().strip().splitlines()[-1]
+
+
+def assert_same_weights(got_prefix, want_prefix):
+  want = pretraining_test.weights_of(str(want_prefix))
+  got = pretraining_test.weights_of(str(got_prefix))
+  assert sorted(got) == sorted(want)
+  for name in want:
+    np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
+# Three graph calls, a third of the steps each, ended by the checkpoints
+# (iterations_per_loop is larger): the signal is sent during the second, at
+# a random moment. Before, it took effect when that call ended.
+STEPS = 450
+
+LONG_LOOP = dict(do_eval="false", num_train_steps=str(STEPS),
+                 iterations_per_loop="1000",
+                 save_checkpoints_steps=str(STEPS // 3))
+
+
+def signal_in_second_call(processes, output_dir, steps, seconds, signum,
+                          target, seed):
+  """Sends signum to processes[target] at a random moment of the second
+  graph call (seconds long in an uninterrupted run), once the first call's
+  checkpoint is written; waits for all processes.
+
+  Returns:
+    list of exit statuses (None: still running 120 s later, killed).
+  """
+  wait_for_file(output_dir / ("model.ckpt-%d.index" % (steps // 3)),
+                processes, time.time() + 300)
+  time.sleep(random.Random(seed).uniform(0.1, 0.4) * seconds)
+  processes[target].send_signal(signum)
+  return finish(processes, time.time() + 120)
+
+
+@pytest.mark.slow
+def test_sigterm_mid_loop_saves_that_step_and_the_rerun_matches(data,
+                                                                tmp_path):
+  straight = pretraining_test.run(pretraining_test.command(
+      data, tmp_path / "straight", **LONG_LOOP))
+  assert straight.returncode == 0, straight.stderr[-3000:]
+  output_dir = tmp_path / "stopped"
+  cmd = pretraining_test.command(data, output_dir, **LONG_LOOP)
+  log_path = tmp_path / "stopped.log"
+  statuses = signal_in_second_call(
+      [start(cmd, log_path)], output_dir, STEPS,
+      seconds_per_call(straight.stderr, STEPS), signal.SIGTERM, 0, 3)
+  assert statuses == [143], open(log_path).read()[-3000:]
+  saved = saved_steps(output_dir)
+  assert len(saved) == 2 and saved[0] == STEPS // 3, saved
+  stopped = saved[1]
+  assert STEPS // 3 < stopped < 2 * STEPS // 3, saved
+  assert last_line(log_path) == (
+      "Interrupted: SIGTERM at step %d of %d; saved model.ckpt-%d. Run the "
+      "same command again to resume." % (stopped, STEPS, stopped))
+  resumed = pretraining_test.run(cmd)
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert "Resuming from %s at step %d" % (
+      output_dir / ("model.ckpt-%d" % stopped), stopped) in resumed.stderr
+  assert_same_weights(output_dir / ("model.ckpt-%d" % STEPS),
+                      tmp_path / "straight" / ("model.ckpt-%d" % STEPS))
+
+
+WORKER_STEPS = 240
+
+TWO_WORKERS = dict(do_eval="false", num_train_steps=str(WORKER_STEPS),
+                   iterations_per_loop="1000",
+                   save_checkpoints_steps=str(WORKER_STEPS // 3),
+                   strategy="multi_worker_mirrored")
+
+
+def start_workers(data, output_dir, log_dir):
+  """Two workers on loopback sharing output_dir, as a cluster shares its
+  storage; worker 0 is the chief.
+
+  Returns:
+    processes, log paths.
+  """
+  addresses = ["127.0.0.1:%d" % pretraining_test.free_port()
+               for _ in range(2)]
+  processes, log_paths = [], []
+  for index in range(2):
+    tf_config = json.dumps({"cluster": {"worker": addresses},
+                            "task": {"type": "worker", "index": index}})
+    log_paths.append(log_dir / ("worker%d.log" % index))
+    processes.append(start(pretraining_test.command(data, output_dir,
+                                                    **TWO_WORKERS),
+                           log_paths[-1], TF_CONFIG=tf_config))
+  return processes, log_paths
+
+
+def run_workers(data, output_dir, log_dir):
+  """Runs both workers to the end; returns the chief's log."""
+  processes, log_paths = start_workers(data, output_dir, log_dir)
+  statuses = finish(processes, time.time() + 600)
+  for status, path in zip(statuses, log_paths):
+    assert status == 0, open(path).read()[-3000:]
+  return open(log_paths[0]).read()
+
+
+@pytest.fixture(scope="module")
+def two_workers_straight(data, tmp_path_factory):
+  """An uninterrupted two-worker run: its output_dir, and how long its
+  second graph call took."""
+  directory = tmp_path_factory.mktemp("straight")
+  chief_log = run_workers(data, directory / "out", directory)
+  return directory / "out", seconds_per_call(chief_log, WORKER_STEPS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum,target", [(signal.SIGTERM, 1),
+                                           (signal.SIGINT, 0)])
+def test_a_signal_to_one_worker_stops_both_after_the_same_step(
+    data, tmp_path, two_workers_straight, signum, target):
+  straight, seconds = two_workers_straight
+  output_dir = tmp_path / "out"
+  processes, log_paths = start_workers(data, output_dir, tmp_path)
+  statuses = signal_in_second_call(processes, output_dir, WORKER_STEPS,
+                                   seconds, signum, target, signum)
+  # Both, the worker that got no signal too: they agreed.
+  assert statuses == [128 + signum] * 2, [
+      open(p).read()[-3000:] for p in log_paths]
+  saved = saved_steps(output_dir)
+  assert len(saved) == 2 and saved[0] == WORKER_STEPS // 3, saved
+  stopped = saved[1]
+  assert WORKER_STEPS // 3 < stopped < 2 * WORKER_STEPS // 3, saved
+  name = signal.Signals(signum).name
+  assert [last_line(p) for p in log_paths] == [
+      "Interrupted: %s%s at step %d of %d; %s. Run the same command again "
+      "to resume." % (name, "" if index == target else " to another worker",
+                      stopped, WORKER_STEPS, what)
+      for index, what in enumerate(["saved model.ckpt-%d" % stopped,
+                                    "the chief saves the checkpoint"])]
+  (tmp_path / "rerun").mkdir()
+  run_workers(data, output_dir, tmp_path / "rerun")
+  assert_same_weights(output_dir / ("model.ckpt-%d" % WORKER_STEPS),
+                      straight / ("model.ckpt-%d" % WORKER_STEPS))
