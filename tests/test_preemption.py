@@ -20,7 +20,9 @@ from runner_lib.core import errors
 from runner_lib.core import interrupt
 from runner_lib.core import training
 from runner_lib.pretraining import task as pretraining
+from tests import test_resume_faults as resume_test
 from tests import test_run_pretraining as pretraining_test
+from tests import test_training
 from tests.test_modeling import tiny_config
 
 data = pretraining_test.data  # The records fixture (a tiny corpus).
@@ -146,23 +148,11 @@ def test_second_ctrl_c_stops_at_once_while_a_step_hangs():
   assert not left.is_alive()
 
 
-def fixed_batch(config):
-  rng = np.random.RandomState(5)
-  ids = rng.randint(1, config.vocab_size, [4, 8])
-  return {"input_ids": tf.constant(ids, tf.int32),
-          "input_mask": tf.ones([4, 8], tf.int32),
-          "segment_ids": tf.zeros([4, 8], tf.int32),
-          "masked_lm_positions": tf.constant([[1, 4]] * 4),
-          "masked_lm_ids": tf.constant(ids[:, [1, 4]], tf.int32),
-          "masked_lm_weights": tf.ones([4, 2]),
-          "next_sentence_labels": tf.constant([[0], [1], [1], [0]])}
-
-
 @pytest.mark.slow
 def test_trainer_stops_a_few_steps_after_a_signal_mid_call(tmp_path):
   config = tiny_config()
   task = pretraining.PretrainingTask(config, 8, 2)
-  batch = fixed_batch(config)
+  batch = test_training.pretraining_batch(config)
   steps = 300
   # One graph call for all steps: before, it ran them all.
   trainer = training.Trainer(
@@ -270,14 +260,6 @@ def last_line(log_path):
   return open(log_path).read().strip().splitlines()[-1]
 
 
-def assert_same_weights(got_prefix, want_prefix):
-  want = pretraining_test.weights_of(str(want_prefix))
-  got = pretraining_test.weights_of(str(got_prefix))
-  assert sorted(got) == sorted(want)
-  for name in want:
-    np.testing.assert_array_equal(got[name], want[name], err_msg=name)
-
-
 # Three graph calls, a third of the steps each, ended by the checkpoints
 # (iterations_per_loop is larger): the signal is sent during the second, at
 # a random moment. Before, it took effect when that call ended.
@@ -328,8 +310,9 @@ def test_sigterm_mid_loop_saves_that_step_and_the_rerun_matches(data,
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "Resuming from %s at step %d" % (
       output_dir / ("model.ckpt-%d" % stopped), stopped) in resumed.stderr
-  assert_same_weights(output_dir / ("model.ckpt-%d" % STEPS),
-                      tmp_path / "straight" / ("model.ckpt-%d" % STEPS))
+  resume_test.assert_same_weights(
+      output_dir / ("model.ckpt-%d" % STEPS),
+      tmp_path / "straight" / ("model.ckpt-%d" % STEPS))
 
 
 WORKER_STEPS = 240
@@ -404,5 +387,6 @@ def test_a_signal_to_one_worker_stops_both_after_the_same_step(
                                     "the chief saves the checkpoint"])]
   (tmp_path / "rerun").mkdir()
   run_workers(data, output_dir, tmp_path / "rerun")
-  assert_same_weights(output_dir / ("model.ckpt-%d" % WORKER_STEPS),
-                      straight / ("model.ckpt-%d" % WORKER_STEPS))
+  resume_test.assert_same_weights(
+      output_dir / ("model.ckpt-%d" % WORKER_STEPS),
+      straight / ("model.ckpt-%d" % WORKER_STEPS))

@@ -291,19 +291,25 @@ def test_embedding_gradients_have_the_originals_form(one_hot):
   assert isinstance(position, tf.Tensor)
 
 
+def pretraining_batch(config):
+  """A fixed pre-training batch of 4 sequences of 8 ids, 2 predictions
+  each."""
+  rng = np.random.RandomState(5)
+  ids = rng.randint(1, config.vocab_size, [4, 8])
+  return {"input_ids": tf.constant(ids, tf.int32),
+          "input_mask": tf.ones([4, 8], tf.int32),
+          "segment_ids": tf.zeros([4, 8], tf.int32),
+          "masked_lm_positions": tf.constant([[1, 4]] * 4),
+          "masked_lm_ids": tf.constant(ids[:, [1, 4]], tf.int32),
+          "masked_lm_weights": tf.ones([4, 2]),
+          "next_sentence_labels": tf.constant([[0], [1], [1], [0]])}
+
+
 def test_accumulated_micro_batches_equal_one_batch(tmp_path):
   config = tiny_config(hidden_dropout_prob=0.0,
                        attention_probs_dropout_prob=0.0)
   task = pretraining.PretrainingTask(config, 8, 2)
-  rng = np.random.RandomState(5)
-  ids = rng.randint(1, config.vocab_size, [4, 8])
-  batch = {"input_ids": tf.constant(ids, tf.int32),
-           "input_mask": tf.ones([4, 8], tf.int32),
-           "segment_ids": tf.zeros([4, 8], tf.int32),
-           "masked_lm_positions": tf.constant([[1, 4]] * 4),
-           "masked_lm_ids": tf.constant(ids[:, [1, 4]], tf.int32),
-           "masked_lm_weights": tf.ones([4, 2]),
-           "next_sentence_labels": tf.constant([[0], [1], [1], [0]])}
+  batch = pretraining_batch(config)
   # Each micro-batch's mean loss, averaged: the whole batch's mean only if
   # every sequence has as many predictions, as here.
   weights = []
