@@ -260,6 +260,17 @@ def last_line(log_path):
   return open(log_path).read().strip().splitlines()[-1]
 
 
+def interrupted_line(log_path):
+  """The last "Interrupted: ..." line of a worker's log. A worker may log
+  gRPC's complaints after it, when the chief exits first and the worker's
+  channel to it closes while the worker shuts down (harmless: both exit
+  with the signal's status)."""
+  lines = [line for line in open(log_path).read().splitlines()
+           if line.startswith("Interrupted: ")]
+  assert lines, open(log_path).read()[-3000:]
+  return lines[-1]
+
+
 # Three graph calls, a third of the steps each, ended by the checkpoints
 # (iterations_per_loop is larger): the signal is sent during the second, at
 # a random moment. Before, it took effect when that call ended.
@@ -379,7 +390,7 @@ def test_a_signal_to_one_worker_stops_both_after_the_same_step(
   stopped = saved[1]
   assert WORKER_STEPS // 3 < stopped < 2 * WORKER_STEPS // 3, saved
   name = signal.Signals(signum).name
-  assert [last_line(p) for p in log_paths] == [
+  assert [interrupted_line(p) for p in log_paths] == [
       "Interrupted: %s%s at step %d of %d; %s. Run the same command again "
       "to resume." % (name, "" if index == target else " to another worker",
                       stopped, WORKER_STEPS, what)
