@@ -338,3 +338,61 @@ def test_batch_chunks_on_threads_keep_order(tmp_path, corpus, monkeypatch):
   assert ours.batch_tokenize(lines) == want
   assert ours.batch_tokenize_ids(lines) == [
       ours.convert_tokens_to_ids(tokens) for tokens in want]
+
+
+# The 2018 module's public names (and the private character classes its
+# own tests call), for code written against it.
+ORIGINAL_NAMES = (
+    "convert_to_unicode", "printable_text", "load_vocab", "convert_by_vocab",
+    "convert_tokens_to_ids", "convert_ids_to_tokens", "whitespace_tokenize",
+    "validate_case_matches_checkpoint", "FullTokenizer", "BasicTokenizer",
+    "WordpieceTokenizer", "_is_whitespace", "_is_control", "_is_punctuation")
+
+
+def test_the_original_modules_names_behave_as_the_ports(tmp_path):
+  for name in ORIGINAL_NAMES:
+    assert hasattr(tokenization, name), name
+  assert set(ORIGINAL_NAMES) <= set(dir(tokenization))
+  # The character classes on every BMP code point and some beyond.
+  chars = [chr(cp) for cp in list(range(0xD800)) + list(range(0xE000, 0x10000))
+           + [0x1F4A9, 0x20000, 0xE0001, 0x10FFFD]]
+  for name in ("_is_whitespace", "_is_control", "_is_punctuation"):
+    ours, theirs = getattr(tokenization, name), getattr(port, name)
+    differing = [c for c in chars if ours(c) != theirs(c)]
+    assert not differing, (name, differing[:10])
+  # The original's documented cases.
+  assert tokenization._is_whitespace("\u00a0")
+  assert not tokenization._is_control("\t")
+  assert tokenization._is_control("\u0005")
+  assert tokenization._is_punctuation("`")
+  assert not tokenization._is_punctuation(" ")
+  vocab_file = write_vocab(tmp_path / "v.txt", SPECIAL + [
+      "want", "##want", "##ed", "wa", "un", "runn", "##ing", ","])
+  vocab = tokenization.load_vocab(vocab_file)
+  assert vocab == port.load_vocab(vocab_file)
+  assert list(vocab) == SPECIAL + ["want", "##want", "##ed", "wa", "un",
+                                   "runn", "##ing", ","]
+  tokens = ["un", "##want", "##ed", "runn", "##ing"]
+  assert tokenization.convert_tokens_to_ids(vocab, tokens) == [9, 6, 7, 10,
+                                                               11]
+  assert tokenization.convert_tokens_to_ids(vocab, tokens) == (
+      port.convert_tokens_to_ids(vocab, tokens))
+  inv_vocab = {index: token for token, index in vocab.items()}
+  assert tokenization.convert_ids_to_tokens(inv_vocab, [9, 6, 7, 10, 11]) == (
+      tokens)
+  assert tokenization.convert_by_vocab(vocab, ["want"]) == [5]
+  with pytest.raises(KeyError):
+    tokenization.convert_tokens_to_ids(vocab, ["unwanted"])
+  for text in (" a\tb \n c  ", "", "   ", "\u3000x\u00a0y"):
+    assert tokenization.whitespace_tokenize(text) == (
+        port.whitespace_tokenize(text)), repr(text)
+  for text in ("caf\u00e9", "caf\u00e9".encode("utf-8"), b"ok\xff"):
+    assert tokenization.convert_to_unicode(text) == (
+        port.convert_to_unicode(text))
+    assert tokenization.printable_text(text) == port.printable_text(text)
+  with pytest.raises(ValueError):
+    tokenization.convert_to_unicode(3)
+  wordpiece = tokenization.WordpieceTokenizer(vocab=vocab)
+  assert wordpiece.tokenize("unwanted running") == tokens
+  assert wordpiece.tokenize("unwantedX running") == ["[UNK]", "runn",
+                                                     "##ing"]

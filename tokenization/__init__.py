@@ -18,6 +18,8 @@ _EXPORTS = {
     "BasicTokenizer": "wordpiece",
     "check_vocab_tokens": "wordpiece",
     "convert_by_vocab": "wordpiece",
+    "convert_ids_to_tokens": "wordpiece",
+    "convert_tokens_to_ids": "wordpiece",
     "IdTokenizer": "wordpiece",
     "load_vocab": "wordpiece",
     "read_vocab_tokens": "wordpiece",
@@ -28,6 +30,14 @@ _EXPORTS = {
     "GraphTokenizer": "graph",
     "BertPreprocessor": "preprocessing",
     "pack_inputs": "preprocessing",
+}
+
+# The original module's private character classes, which its own tests and
+# code written against it call: name here -> (submodule, name there).
+_ORIGINAL_PRIVATE = {
+    "_is_whitespace": ("text", "is_whitespace"),
+    "_is_control": ("text", "is_control"),
+    "_is_punctuation": ("text", "is_punctuation"),
 }
 
 # Submodules reachable as attributes (tokenization.graph) without an import
@@ -42,6 +52,9 @@ def __getattr__(name):
   if name in _EXPORTS:
     value = getattr(importlib.import_module("tokenization." + _EXPORTS[name]),
                     name)
+  elif name in _ORIGINAL_PRIVATE:
+    module, there = _ORIGINAL_PRIVATE[name]
+    value = getattr(importlib.import_module("tokenization." + module), there)
   elif name in _SUBMODULES:
     value = importlib.import_module("tokenization." + name)
   else:
@@ -52,4 +65,5 @@ def __getattr__(name):
 
 
 def __dir__():
-  return sorted(set(globals()) | set(_EXPORTS) | set(_SUBMODULES))
+  return sorted(set(globals()) | set(_EXPORTS) | set(_ORIGINAL_PRIVATE) |
+                set(_SUBMODULES))

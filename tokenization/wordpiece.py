@@ -118,6 +118,17 @@ def convert_by_vocab(vocab, items):
   return [vocab[item] for item in items]
 
 
+def convert_tokens_to_ids(vocab, tokens):
+  """WordPieces to ids through vocab (load_vocab's dict); KeyError for a
+  token not in it."""
+  return convert_by_vocab(vocab, tokens)
+
+
+def convert_ids_to_tokens(inv_vocab, ids):
+  """Ids to WordPieces through inv_vocab (id -> token)."""
+  return convert_by_vocab(inv_vocab, ids)
+
+
 class BasicTokenizer(object):
   """Cleans text, splits CJK, whitespace and punctuation, lower-cases."""
 
