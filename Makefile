@@ -58,6 +58,18 @@ quality: $(VENV_STAMP)
 	.venv-hf/bin/python -m pip install --quiet torch==2.13.0 transformers==4.57.6
 	touch .venv-hf/.installed
 
+# TensorFlow beside them, for transformers' own reader of Google
+# checkpoints (load_tf_weights_in_bert) in check_hf_reader.py.
+.venv-hf/.installed-tf: .venv-hf/.installed
+	.venv-hf/bin/python -m pip install --quiet tensorflow==2.20.0
+	touch .venv-hf/.installed-tf
+
+.PHONY: .venv-hf-tf check-hf-reader
+.venv-hf-tf: .venv-hf/.installed-tf
+
+check-hf-reader: $(VENV_STAMP) .venv-hf/.installed-tf
+	$(PYTHON) benchmarks/check_hf_reader.py
+
 .venv-hf: .venv-hf/.installed
 
 benchmark-hf: $(VENV_STAMP) .venv-hf/.installed

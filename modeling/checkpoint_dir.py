@@ -29,6 +29,11 @@ STATE_FILE = "checkpoint"
 TEMPORARY_SUFFIX = ".tmp"
 
 _INDEX = ".index"
+# The sidecar checkpoint beside model.ckpt-STEP that holds the training
+# state the original's checkpoints lack (runner_lib/core/checkpointing.py);
+# deleted with it, as its files match model.ckpt-STEP.*. Not a checkpoint
+# to load on its own.
+TRAIN_STATE_SUFFIX = ".train_state"
 _STEP_NAME = "model.ckpt-%d"
 _STEP = re.compile(r"model\.ckpt-(\d+)$")
 # Any file of a training checkpoint: its index, a data shard.
@@ -115,7 +120,8 @@ def prefixes_on_disk(directory):
   """Every checkpoint prefix in directory (each one's index), sorted."""
   return sorted(os.path.join(directory, name[:-len(_INDEX)])
                 for name in tf.io.gfile.listdir(directory)
-                if name.endswith(_INDEX))
+                if name.endswith(_INDEX) and
+                not name.endswith(TRAIN_STATE_SUFFIX + _INDEX))
 
 
 def checkpoints_to_load(directory):

@@ -141,9 +141,9 @@ def test_stale_state_files_resume_and_load_by_base_name(tmp_path, caplog,
       'model_checkpoint_path: "model.ckpt-4"\n'
       'all_model_checkpoint_paths: "model.ckpt-3"\n'
       'all_model_checkpoint_paths: "model.ckpt-4"\n')
-  assert sorted(p.name for p in new.glob("*.index")) == [
+  assert sorted(p.name for p in new.glob("*[0-9].index")) == [
       "model.ckpt-3.index", "model.ckpt-4.index"]
-  assert sorted(p.name for p in old.glob("*.index")) == [
+  assert sorted(p.name for p in old.glob("*[0-9].index")) == [
       "model.ckpt-1.index", "model.ckpt-2.index"]
 
 

@@ -202,7 +202,7 @@ def test_trainer_stops_a_few_steps_after_a_signal_mid_call(tmp_path):
 def saved_steps(directory):
   return sorted(int(re.search(r"model\.ckpt-(\d+)\.index$", p).group(1))
                 for p in glob.glob(os.path.join(str(directory),
-                                                "model.ckpt-*.index")))
+                                                "model.ckpt-*[0-9].index")))
 
 
 def log_time(stderr, pattern):

@@ -208,9 +208,9 @@ def test_moved_output_dir_reads_and_prunes_only_its_own_files(tmp_path):
   checkpoint = checkpointing.TrainingCheckpoint(str(new), saver,
                                                 keep_checkpoint_max=2)
   checkpoint.save(5)
-  assert sorted(p.name for p in new.glob("*.index")) == [
+  assert sorted(p.name for p in new.glob("*[0-9].index")) == [
       "model.ckpt-4.index", "model.ckpt-5.index"]
-  assert len(list(old.glob("*.index"))) == 4
+  assert len(list(old.glob("*[0-9].index"))) == 4
 
 
 def test_temporaries_of_an_interrupted_write_are_removed(tmp_path, caplog):

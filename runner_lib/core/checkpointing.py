@@ -1,11 +1,17 @@
 """Training checkpoints in output_dir, in the original name-based format.
 
-model.ckpt-STEP holds the model's weights under Google's variable names,
-their `adam_m` / `adam_v` optimizer slots beside them and `global_step`, as
-the original run_pretraining.py wrote them, plus the dropout generators'
-states (so a resumed run continues the same random stream). The
-`checkpoint` state file is rewritten atomically after the data and index
-files are complete. Which checkpoints a folder holds, and the state file's
+model.ckpt-STEP holds what the original run_pretraining.py wrote and nothing
+else: the model's weights under Google's variable names, their `adam_m` /
+`adam_v` optimizer slots beside them and `global_step`, so that every
+reader of Google's checkpoints reads ours (HuggingFace's
+load_tf_weights_in_bert stops at, or writes into a weight, any name it does
+not know). The rest of the training state (the dropout generators' states,
+so that a resumed run continues the same random stream; LAMB's slots;
+float16 loss scaling) goes beside it in model.ckpt-STEP.train_state, a
+checkpoint of its own, written first. Checkpoints of earlier versions,
+which held that state in model.ckpt-STEP, are read too. The `checkpoint`
+state file is rewritten atomically after the data and index files are
+complete. Which checkpoints a folder holds, and the state file's
 format, are modeling/checkpoint_dir.py's, so that an `--init_checkpoint`
 directory reads as resuming does.
 
@@ -33,6 +39,17 @@ _TEMPORARY = re.compile(r"(\.tempstate\d*$)|(^%s[0-9a-f]*$)" % re.escape(
 
 # The Trainer reports the step of the newest checkpoint with it.
 step_of = checkpoint_dir.step_of
+
+TRAIN_STATE_SUFFIX = checkpoint_dir.TRAIN_STATE_SUFFIX
+
+# Variables no checkpoint of the original holds: they go in the sidecar.
+_TRAINING_ONLY = re.compile(
+    r"^dropout_rng/\d+$|/(lamb_m|lamb_v)$|^(loss_scale|loss_scale_good_steps)$")
+
+
+def is_training_only(name):
+  """Whether a training variable goes in the sidecar, not model.ckpt-N."""
+  return bool(_TRAINING_ONLY.search(name))
 
 
 class TrainingCheckpoint(object):
@@ -83,8 +100,16 @@ class TrainingCheckpoint(object):
         corrupted (nothing is assigned).
       modeling.CheckpointError: a variable is missing or misshapen.
     """
-    reader = modeling.open_checkpoint(prefix)
-    shapes = reader.get_variable_to_shape_map()
+    # Each name from the sidecar where it has it, else from prefix (an
+    # earlier version's checkpoint holds everything there).
+    readers = [(prefix, modeling.open_checkpoint(prefix))]
+    sidecar = prefix + TRAIN_STATE_SUFFIX
+    if tf.io.gfile.exists(sidecar + ".index"):
+      readers.append((sidecar, modeling.open_checkpoint(sidecar)))
+    source, shapes = {}, {}
+    for index, (_, reader) in enumerate(readers):
+      for name, shape in reader.get_variable_to_shape_map().items():
+        source[name], shapes[name] = index, shape
     # Checkpoints the original scripts wrote have no dropout generator
     # states; those start fresh.
     bad = [name for name, v in self.variables.items()
@@ -98,8 +123,10 @@ class TrainingCheckpoint(object):
     # Every tensor is read (and its checksum checked) before the first
     # assignment, so a damaged checkpoint leaves the variables untouched
     # for the fallback to the one before it.
-    values = modeling.read_tensors(
-        reader, prefix, [n for n in self.variables if n in shapes])
+    values = {}
+    for index, (path, reader) in enumerate(readers):
+      values.update(modeling.read_tensors(
+          reader, path, [n for n in self.variables if source.get(n) == index]))
     for name, value in values.items():
       variable = self.variables[name]
       variable.assign(tf.cast(value, variable.dtype))
@@ -108,7 +135,14 @@ class TrainingCheckpoint(object):
   def save(self, step):
     """Writes model.ckpt-STEP and points the state file at it."""
     prefix = checkpoint_dir.step_prefix(self.output_dir, step)
-    modeling.save_variables(prefix, self.variables)
+    extra = {n: v for n, v in self.variables.items() if is_training_only(n)}
+    sidecar = prefix + TRAIN_STATE_SUFFIX
+    if extra:
+      modeling.save_variables(sidecar, extra)
+    elif tf.io.gfile.exists(sidecar + ".index"):
+      tf.io.gfile.remove(sidecar + ".index")  # Another run's, at this step.
+    modeling.save_variables(prefix, {n: v for n, v in self.variables.items()
+                                     if n not in extra})
     steps = checkpoint_dir.state_steps(self.output_dir)
     if steps is None:
       steps = [s for s in checkpoint_dir.saved_steps(self.output_dir)
