@@ -8,6 +8,7 @@ needs TensorFlow and TensorFlow Text only.
 
 import tensorflow as tf
 
+import modeling
 from runner_lib.core import input_pipeline
 import tokenization
 
@@ -128,18 +129,85 @@ class ClassifierModule(ServingModule):
             "serve_examples": self.serve_examples.get_concrete_function()}
 
 
-class EncoderModule(ServingModule):
-  """BertModel's outputs for raw text, like TF Hub's BERT encoders."""
+# TF Hub's names of the encoder inputs -> BertModel's.
+HUB_INPUTS = {"input_word_ids": "input_ids", "input_mask": "input_mask",
+              "input_type_ids": "segment_ids"}
+
+
+class EncoderModule(tf.__internal__.tracking.AutoTrackable):
+  """BertModel as a TF Hub BERT encoder: a reusable SavedModel.
+
+  Called on the dict of int32 [B, T] input_word_ids, input_mask and
+  input_type_ids (what TF Hub's preprocessors and our PreprocessorModule
+  return; T up to max_position_embeddings), with `training` turning
+  dropout on, it returns pooled_output [B, H], sequence_output [B, T, H],
+  encoder_outputs (list of L [B, T, H]) and default (= pooled_output), all
+  float32. Its variables, trainable_variables and regularization_losses
+  let `hub.KerasLayer(path, trainable=True)` fine-tune it inside a Keras
+  model, as TF Hub's BERT encoders are. The raw-text signatures stay:
+  serving_default (text_a) and serve_pair (text_a, text_b), whose
+  encoder_outputs are stacked [B, L, T, H] (a signature returns tensors).
+  """
 
   def __init__(self, model, vocab_file, do_lower_case, seq_length):
-    super().__init__(model, vocab_file, do_lower_case, seq_length)
+    """Args: as ServingModule; model: a BertModel, weights loaded."""
+    super().__init__()
+    # Untracked Keras objects, as ServingModule's; their state is tracked
+    # through the lists below.
+    self._keras = _Untracked(
+        model=model,
+        preprocessor=tokenization.BertPreprocessor(vocab_file, do_lower_case,
+                                                   seq_length))
+    self.tokenizer = self.preprocessor.tokenizer
+    # The dropout generators' states too, which training=True updates.
+    known = {id(v) for v in model.variables}
+    self.variables = list(model.variables) + [
+        v for v in modeling.dropout_state_variables(model).values()
+        if id(v) not in known]
+    self.trainable_variables = list(model.trainable_variables)
+    self.regularization_losses = []
+    spec = {name: tf.TensorSpec([None, None], tf.int32, name=name)
+            for name in HUB_INPUTS}
+    for training in (False, True):
+      self.__call__.get_concrete_function(spec, training=training)
     self.serve = tf.function(self._serve, input_signature=[
         string_spec("text_a")])
     self.serve_pair = tf.function(self._serve, input_signature=[
         string_spec("text_a"), string_spec("text_b")])
 
+  @property
+  def model(self):
+    return self._keras.model
+
+  @property
+  def preprocessor(self):
+    return self._keras.preprocessor
+
+  @tf.function
+  def __call__(self, inputs, training=False):
+    """TF Hub's encoder call.
+
+    Args:
+      inputs: dict of int32 [B, T]: input_word_ids, input_mask,
+        input_type_ids.
+      training: Python bool; dropout on where True.
+
+    Returns:
+      dict: "pooled_output" and "default" float32 [B, H],
+      "sequence_output" float32 [B, T, H], "encoder_outputs" list of L
+      float32 [B, T, H].
+    """
+    outputs = self.model({ours: inputs[hub] for hub, ours in
+                          HUB_INPUTS.items()}, training=training)
+    pooled = tf.cast(outputs["pooled_output"], tf.float32)
+    return {"pooled_output": pooled, "default": pooled,
+            "sequence_output": tf.cast(outputs["sequence_output"],
+                                       tf.float32),
+            "encoder_outputs": [tf.cast(layer, tf.float32) for layer in
+                                outputs["all_encoder_layers"]]}
+
   def _serve(self, text_a, text_b=None):
-    """Encodes a batch.
+    """Encodes a batch of raw text.
 
     Returns:
       dict: "pooled_output" float32 [B, H], "sequence_output" float32
