@@ -16,11 +16,17 @@ scripts, on each path and seed:
 Paths: `default` (--trim_padding: trimmed batches, the encoder skipping
 padding) and `notrim` (--notrim_padding: the original's full-length
 batches); `corrected` (--paths=corrected) is the default path with
---optimizer=adamw_corrected, Adam's bias correction as in the peer's
-PyTorch AdamW. It prints each run, then per task and path the mean and spread
-(max - min) over seeds and the default path's difference from the
-full-length one, beside the HuggingFace PyTorch peer's numbers on the same
-recipes (measured in issue 26; not rerun here). Runs whose eval_results.txt
+--optimizer=adamw_corrected, Adam's bias correction as in PyTorch's AdamW.
+`peer` (NER only, needs .venv-hf: `make .venv-hf`) runs HuggingFace's
+PyTorch BertForTokenClassification on the same sentences and weights with
+the original's optimizer and schedule (benchmarks/hf_ner.py), scored here
+by the same seqeval code; `peer_hf_schedule` the same with HuggingFace's
+linear schedule, which decays from the peak at the end of warm-up (1.11x
+the original's rate after warm-up on this recipe), as the peer quoted in
+issue 26 did. It prints each run, then per task and path the mean and
+spread (max - min) over seeds and the default path's difference from the
+full-length one, beside the HuggingFace peer's numbers quoted from issue 26
+(MRPC: not rerun here). Runs whose eval_results.txt
 is already in --work_dir are read, not rerun, so an interrupted benchmark
 resumes. Each run takes minutes on 2 cores: 12 runs take about an hour.
 
@@ -64,7 +70,8 @@ PATH_FLAGS = {"default": ["--trim_padding"], "notrim": ["--notrim_padding"],
 
 # The HuggingFace PyTorch peer (BertForSequenceClassification /
 # BertForTokenClassification from the same weights, the same recipes),
-# measured in issue 26 over its seeds 1 / 2 / 3; quoted, not rerun here.
+# measured in issue 26 over its seeds 1 / 2 / 3 (NER: with HuggingFace's
+# schedule, see peer_hf_schedule); quoted.
 PEER = {"mrpc": {"eval_accuracy": [0.814, 0.782, 0.792]},
         "ner": {"eval_f1": [0.7635, 0.7646, 0.7671]}}
 
@@ -118,6 +125,49 @@ def ner_data_dir():
   return directory
 
 
+HF_PYTHON = os.path.join(ROOT, ".venv-hf", "bin", "python")
+PEER_PATHS = {"peer": "original", "peer_hf_schedule": "huggingface"}
+
+
+def ner_sentences():
+  """The NER runs' train and dev sentences as JSON for hf_ner.py, read by
+  the runner's own CoNLL reader."""
+  from runner_lib.ner import data  # pylint: disable=g-import-not-at-top
+  path = os.path.join(ner_data_dir(), "sentences.json")
+  if not os.path.exists(path):
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+      json.dump({split: [[s.words, s.tags] for s in data.get_examples(
+          ner_data_dir(), split)] for split in ("train", "dev")}, f)
+    os.replace(path + ".tmp", path)
+  return path
+
+
+def run_peer(seed, path, output_dir):
+  """hf_ner.py for one seed; writes eval_results.txt as run_ner.py does."""
+  from runner_lib.ner import data  # pylint: disable=g-import-not-at-top
+  from runner_lib.ner import evaluation  # pylint: disable=g-import-not-at-top
+  if not os.path.exists(HF_PYTHON):
+    sys.exit("No %s: make .venv-hf installs the peer's PyTorch and "
+             "transformers." % HF_PYTHON)
+  os.makedirs(output_dir, exist_ok=True)
+  predictions = os.path.join(output_dir, "predictions.json")
+  result = subprocess.run(
+      [HF_PYTHON, os.path.join(ROOT, "benchmarks", "hf_ner.py"),
+       "--sentences=" + ner_sentences(), "--model_dir=" + packaged_model_dir(),
+       "--output=" + predictions, "--seed=%s" % seed,
+       "--optimizer=original", "--schedule=" + PEER_PATHS[path]],
+      capture_output=True, text=True)
+  if result.returncode:
+    sys.exit("ner %s seed %s failed:\n%s" % (path, seed,
+                                              result.stderr[-3000:]))
+  with open(predictions, encoding="utf-8") as f:
+    predicted = json.load(f)["predicted"]
+  gold = [s.tags for s in data.get_examples(ner_data_dir(), "dev")]
+  results = evaluation.eval_results(gold, predicted, data.LABELS)
+  with open(os.path.join(output_dir, "eval_results.txt"), "w") as f:
+    f.writelines("%s = %s\n" % item for item in sorted(results.items()))
+
+
 def command(task, model_dir, seed, path, output_dir):
   """The runner's command line for one run."""
   common = ["--do_train", "--do_eval",
@@ -150,6 +200,9 @@ def run(task, model_dir, seed, path):
   if os.path.exists(results_file):
     return read_results(results_file), None
   started = time.time()
+  if path in PEER_PATHS:
+    run_peer(seed, path, output_dir)
+    return read_results(results_file), time.time() - started
   result = subprocess.run([sys.executable] + command(
       task, model_dir, seed, path, output_dir), capture_output=True, text=True)
   if result.returncode:
@@ -174,6 +227,8 @@ def main(argv):
   table = {}
   for task in FLAGS.tasks:
     for path in FLAGS.paths:
+      if path in PEER_PATHS and task != "ner":
+        continue  # The MRPC peer is quoted, not run.
       for seed in FLAGS.seeds:
         results, seconds = run(task, model_dir, seed, path)
         table.setdefault(task, {}).setdefault(path, {})[seed] = results
