@@ -124,6 +124,9 @@ def main():
       "polynomial decay over the whole run, cut by the warm-up (after "
       "warm-up its rate is (steps - warmup) / steps of HuggingFace's: 0.9x "
       "at 10% warm-up).")
+  parser.add_argument("--clip_norm", type=float, default=1.0,
+                      help="Global gradient norm clipped at (the original's "
+                      "1.0).")
   parser.add_argument("--dropout", type=float, default=0.1,
                       help="Dropout rate everywhere (the original's 0.1).")
   parser.add_argument(
@@ -194,7 +197,7 @@ def main():
                                               args.batch_size]])
       loss = model(**batch).loss
       loss.backward()
-      torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+      torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip_norm)
       optimizer.step()
       scheduler.step()
       optimizer.zero_grad()

@@ -373,10 +373,11 @@ def two_workers_straight(data, tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("signum,target", [(signal.SIGTERM, 1),
-                                           (signal.SIGINT, 0)])
 def test_a_signal_to_one_worker_stops_both_after_the_same_step(
-    data, tmp_path, two_workers_straight, signum, target):
+    data, tmp_path, two_workers_straight):
+  # To the worker that is not the chief, which saves: the harder case
+  # (SIGINT's exit status and its agreement are checked in process above).
+  signum, target = signal.SIGTERM, 1
   straight, seconds = two_workers_straight
   output_dir = tmp_path / "out"
   processes, log_paths = start_workers(data, output_dir, tmp_path)

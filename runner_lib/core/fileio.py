@@ -162,14 +162,16 @@ def atomic_output(path, mode="w"):
 def _is_leftover(name, pid, names):
   """Whether a file a failed run wrote in its output directory is to go:
   temporary files, the runner's record files, checkpoint data whose index
-  was never written.
+  was never written, and the training-state sidecar of such a checkpoint
+  (model.ckpt-N.train_state.*, written before model.ckpt-N).
 
   Args:
     name: str, the file's name.
     pid: int, this process's id (the suffix of its temporary files).
     names: the names of all files in the directory.
   """
-  checkpoint = re.match(r"(model\.ckpt-\d+)\.data-", name)
+  checkpoint = re.match(
+      r"(model\.ckpt-\d+)(\.data-|\.train_state\.(data-|index$))", name)
   return (name.endswith(".tmp-%d" % pid) or ".tempstate" in name or
           name.endswith(".tf_record") or
           bool(checkpoint and checkpoint.group(1) + ".index" not in names))
@@ -219,8 +221,8 @@ def _remove_leftovers(directory, before, existed):
   after = _listing(directory)
   written = [name for name, mtime in after.items()
              if before.get(name) != mtime]
-  saved_checkpoint = any(name.startswith("model.ckpt-") and
-                         name.endswith(".index") for name in written)
+  saved_checkpoint = any(re.match(r"model\.ckpt-\d+\.index$", name)
+                         for name in written)
   pid = os.getpid()
   for name in written:
     events = name.startswith("events.out.tfevents.")
