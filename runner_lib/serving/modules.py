@@ -43,7 +43,29 @@ class _Untracked(object):
     self.__dict__.update(attributes)
 
 
-class ServingModule(tf.Module):
+class _HoldsModel(object):
+  """A Keras model and its BertPreprocessor, held untracked: saving a
+  tracked Keras layer traces every layer's call for Keras' own metadata,
+  several times the export time, which serving never uses. Subclasses
+  track the model's state directly."""
+
+  def _hold(self, model, vocab_file, do_lower_case, seq_length):
+    self._keras = _Untracked(
+        model=model,
+        preprocessor=tokenization.BertPreprocessor(vocab_file, do_lower_case,
+                                                   seq_length))
+    self.tokenizer = self.preprocessor.tokenizer
+
+  @property
+  def model(self):
+    return self._keras.model
+
+  @property
+  def preprocessor(self):
+    return self._keras.preprocessor
+
+
+class ServingModule(_HoldsModel, tf.Module):
   """A task model and its preprocessing; subclasses define signatures()."""
 
   def __init__(self, model, vocab_file, do_lower_case, seq_length):
@@ -54,24 +76,8 @@ class ServingModule(tf.Module):
       seq_length: int, the packed length (the runner's max_seq_length).
     """
     super().__init__()
-    # The Keras objects are held untracked and their state tracked
-    # directly: saving a tracked Keras layer traces every layer's call for
-    # Keras' own metadata, several times the export time, which serving
-    # never uses.
-    self._keras = _Untracked(
-        model=model,
-        preprocessor=tokenization.BertPreprocessor(vocab_file, do_lower_case,
-                                                   seq_length))
+    self._hold(model, vocab_file, do_lower_case, seq_length)
     self.model_variables = list(model.variables)
-    self.tokenizer = self.preprocessor.tokenizer
-
-  @property
-  def model(self):
-    return self._keras.model
-
-  @property
-  def preprocessor(self):
-    return self._keras.preprocessor
 
   def signatures(self):
     """dict signature name -> concrete function, for tf.saved_model.save."""
@@ -134,7 +140,8 @@ HUB_INPUTS = {"input_word_ids": "input_ids", "input_mask": "input_mask",
               "input_type_ids": "segment_ids"}
 
 
-class EncoderModule(tf.__internal__.tracking.AutoTrackable):
+class EncoderModule(_HoldsModel,
+                    tf.__internal__.tracking.AutoTrackable):
   """BertModel as a TF Hub BERT encoder: a reusable SavedModel.
 
   Called on the dict of int32 [B, T] input_word_ids, input_mask and
@@ -152,13 +159,8 @@ class EncoderModule(tf.__internal__.tracking.AutoTrackable):
   def __init__(self, model, vocab_file, do_lower_case, seq_length):
     """Args: as ServingModule; model: a BertModel, weights loaded."""
     super().__init__()
-    # Untracked Keras objects, as ServingModule's; their state is tracked
-    # through the lists below.
-    self._keras = _Untracked(
-        model=model,
-        preprocessor=tokenization.BertPreprocessor(vocab_file, do_lower_case,
-                                                   seq_length))
-    self.tokenizer = self.preprocessor.tokenizer
+    # The model's state is tracked through the lists below.
+    self._hold(model, vocab_file, do_lower_case, seq_length)
     # The dropout generators' states too, which training=True updates.
     known = {id(v) for v in model.variables}
     self.variables = list(model.variables) + [
@@ -174,14 +176,6 @@ class EncoderModule(tf.__internal__.tracking.AutoTrackable):
         string_spec("text_a")])
     self.serve_pair = tf.function(self._serve, input_signature=[
         string_spec("text_a"), string_spec("text_b")])
-
-  @property
-  def model(self):
-    return self._keras.model
-
-  @property
-  def preprocessor(self):
-    return self._keras.preprocessor
 
   @tf.function
   def __call__(self, inputs, training=False):
