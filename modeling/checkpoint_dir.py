@@ -34,6 +34,17 @@ _INDEX = ".index"
 # deleted with it, as its files match model.ckpt-STEP.*. Not a checkpoint
 # to load on its own.
 TRAIN_STATE_SUFFIX = ".train_state"
+# Training state that the original's own checkpoints hold beside the
+# weights (AdamWeightDecayOptimizer's slots, global_step): it stays in
+# model.ckpt-STEP, where every reader of Google checkpoints expects and
+# skips it.
+_ORIGINAL_TRAINING_STATE = r"/(adam_m|adam_v)$|^global_step$"
+# Training state the original never writes (dropout generators, LAMB's
+# slots, float16 loss scaling): it goes in the sidecar, because readers of
+# Google checkpoints (HuggingFace's load_tf_weights_in_bert) would take it
+# for weights.
+_EXTRA_TRAINING_STATE = (
+    r"^dropout_rng/\d+$|/(lamb_m|lamb_v)$|^(loss_scale|loss_scale_good_steps)$")
 _STEP_NAME = "model.ckpt-%d"
 _STEP = re.compile(r"model\.ckpt-(\d+)$")
 # Any file of a training checkpoint: its index, a data shard.
@@ -170,3 +181,15 @@ def write_state(directory, steps):
   with tf.io.gfile.GFile(temporary, "w") as f:
     f.write(text)
   tf.io.gfile.rename(temporary, path, overwrite=True)
+
+
+def is_training_state(name):
+  """Whether a checkpoint name is training state rather than a weight."""
+  return bool(re.search(_ORIGINAL_TRAINING_STATE + "|" +
+                        _EXTRA_TRAINING_STATE, name))
+
+
+def is_sidecar_state(name):
+  """Whether a training variable goes in the sidecar, not model.ckpt-N:
+  state the original's checkpoints never hold."""
+  return bool(re.search(_EXTRA_TRAINING_STATE, name))

@@ -25,6 +25,7 @@ from absl import logging
 import numpy as np
 
 from modeling import checkpoint
+from modeling import checkpoint_dir
 from modeling import heads
 from modeling import pretrainer
 
@@ -86,11 +87,6 @@ _TASK_HEADS = frozenset(
     name for head_class in checkpoint.HEAD_VARIABLES
     if head_class not in (heads.MaskedLMHead, heads.NextSentenceHead)
     for name in checkpoint.head_variable_names(head_class))
-# What training writes beside the weights: the original's and our
-# optimizers' slots, global_step, float16 loss scaling, dropout states.
-_TRAINING_STATE = re.compile(
-    r"/(adam_m|adam_v|lamb_m|lamb_v)$|"
-    r"^(global_step|loss_scale|loss_scale_good_steps)$|^dropout_rng/\d+$")
 
 # prefix: "" or "bert."; layer_norm: "weight/bias" or "gamma/beta";
 # position_ids: None or the buffer's dtype name; masked_lm_biases: the bias
@@ -349,7 +345,7 @@ def model_variables(shapes, source):
     logging.warning("%s: not converting the fine-tuning head variables %s.",
                     source, ", ".join(task_heads))
   return {n: s for n, s in shapes.items()
-          if n not in _TASK_HEADS and not _TRAINING_STATE.search(n)}
+          if n not in _TASK_HEADS and not checkpoint_dir.is_training_state(n)}
 
 
 def architecture(masked_lm, next_sentence):

@@ -42,16 +42,6 @@ step_of = checkpoint_dir.step_of
 
 TRAIN_STATE_SUFFIX = checkpoint_dir.TRAIN_STATE_SUFFIX
 
-# Variables no checkpoint of the original holds: they go in the sidecar.
-_TRAINING_ONLY = re.compile(
-    r"^dropout_rng/\d+$|/(lamb_m|lamb_v)$|^(loss_scale|loss_scale_good_steps)$")
-
-
-def is_training_only(name):
-  """Whether a training variable goes in the sidecar, not model.ckpt-N."""
-  return bool(_TRAINING_ONLY.search(name))
-
-
 class TrainingCheckpoint(object):
   """Saves and restores every training variable by name."""
 
@@ -135,7 +125,7 @@ class TrainingCheckpoint(object):
   def save(self, step):
     """Writes model.ckpt-STEP and points the state file at it."""
     prefix = checkpoint_dir.step_prefix(self.output_dir, step)
-    extra = {n: v for n, v in self.variables.items() if is_training_only(n)}
+    extra = {n: v for n, v in self.variables.items() if checkpoint_dir.is_sidecar_state(n)}
     sidecar = prefix + TRAIN_STATE_SUFFIX
     if extra:
       modeling.save_variables(sidecar, extra)
