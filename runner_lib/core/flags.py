@@ -15,6 +15,7 @@ from runner_lib.core import input_pipeline
 from runner_lib.core import model_inputs
 from runner_lib.core import optimization
 from runner_lib.core import outdir_lock
+from runner_lib.core import precision
 from runner_lib.core import predict
 from runner_lib.core import training
 
@@ -320,8 +321,7 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
     outdir_lock.OutputDirLockedError: another run trains in --output_dir.
   """
   tf_keras.utils.set_random_seed(FLAGS.seed)
-  if FLAGS.precision != "float32":
-    tf_keras.mixed_precision.set_global_policy("mixed_" + FLAGS.precision)
+  precision.set_policy(FLAGS.precision)
   tf.io.gfile.makedirs(FLAGS.output_dir)
   if FLAGS.do_train and training.is_chief(strategy) and (
       outdir_lock.lock_until_exit(FLAGS.output_dir)):
