@@ -45,6 +45,9 @@ _ORIGINAL_TRAINING_STATE = r"/(adam_m|adam_v)$|^global_step$"
 # for weights.
 _EXTRA_TRAINING_STATE = (
     r"^dropout_rng/\d+$|/(lamb_m|lamb_v)$|^(loss_scale|loss_scale_good_steps)$")
+_TRAINING_STATE = re.compile(_ORIGINAL_TRAINING_STATE + "|" +
+                             _EXTRA_TRAINING_STATE)
+_SIDECAR_STATE = re.compile(_EXTRA_TRAINING_STATE)
 _STEP_NAME = "model.ckpt-%d"
 _STEP = re.compile(r"model\.ckpt-(\d+)$")
 # Any file of a training checkpoint: its index, a data shard.
@@ -185,11 +188,10 @@ def write_state(directory, steps):
 
 def is_training_state(name):
   """Whether a checkpoint name is training state rather than a weight."""
-  return bool(re.search(_ORIGINAL_TRAINING_STATE + "|" +
-                        _EXTRA_TRAINING_STATE, name))
+  return bool(_TRAINING_STATE.search(name))
 
 
 def is_sidecar_state(name):
   """Whether a training variable goes in the sidecar, not model.ckpt-N:
   state the original's checkpoints never hold."""
-  return bool(re.search(_EXTRA_TRAINING_STATE, name))
+  return bool(_SIDECAR_STATE.search(name))

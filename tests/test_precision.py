@@ -38,6 +38,7 @@ def test_warns_only_without_bf16_units(tmp_path, monkeypatch):
                       lambda msg, *args: warnings.append(msg % args))
   assert not tf.config.list_physical_devices("GPU")
   assert not precision.warn_without_bf16_units(_write(tmp_path, _XEON))
+  assert not precision.warn_without_bf16_units(_write(tmp_path, _ARM))
   assert warnings == []
   assert precision.warn_without_bf16_units(_write(tmp_path, _OLD))
   assert len(warnings) == 1

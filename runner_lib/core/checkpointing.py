@@ -125,7 +125,8 @@ class TrainingCheckpoint(object):
   def save(self, step):
     """Writes model.ckpt-STEP and points the state file at it."""
     prefix = checkpoint_dir.step_prefix(self.output_dir, step)
-    extra = {n: v for n, v in self.variables.items() if checkpoint_dir.is_sidecar_state(n)}
+    extra = {n: v for n, v in self.variables.items()
+             if checkpoint_dir.is_sidecar_state(n)}
     sidecar = prefix + TRAIN_STATE_SUFFIX
     if extra:
       modeling.save_variables(sidecar, extra)

@@ -6,9 +6,10 @@ import tensorflow as tf
 import tf_keras
 
 CPUINFO = "/proc/cpuinfo"
-# The x86 flags of bfloat16 arithmetic: AVX512-BF16 (Cooper Lake, Zen 4 and
-# later) and AMX (Sapphire Rapids and later).
-BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+# The flags of bfloat16 arithmetic: x86's AVX512-BF16 (Cooper Lake, Zen 4
+# and later) and AMX (Sapphire Rapids and later), Arm's BF16 (Neoverse V1,
+# Graviton3 and later; its "Features" line).
+BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
 
 
 def cpu_flags(path=CPUINFO):
