@@ -93,6 +93,59 @@ def test_an_earlier_versions_one_file_checkpoint_resumes_exactly(tmp_path):
   assert_same(values(fresh), values(trainer))
 
 
+def test_a_lost_sidecar_falls_back_to_the_checkpoint_before(tmp_path,
+                                                            caplog):
+  # model.ckpt-2 intact without its sidecar: resumed, its dropout masks
+  # would start over silently (and a LAMB run would not resume at all).
+  trainer = trained(tmp_path / "out", "adamw", steps=1)
+  first = values(trainer)
+  trainer.checkpoint.save(1)
+  tf.function(lambda: trainer.train_step(test_training.pretraining_batch(
+      tiny_config())))()
+  second = trainer.checkpoint.save(2)
+  for path in tf.io.gfile.glob(second + checkpointing.TRAIN_STATE_SUFFIX +
+                               ".*"):
+    tf.io.gfile.remove(path)
+  fresh = trained(tmp_path / "out", "adamw", steps=0)
+  with caplog.at_level(logging.WARNING):
+    assert fresh.checkpoint.restore_latest() == checkpoint_dir.step_prefix(
+        str(tmp_path / "out"), 1)
+  assert_same(values(fresh), first)
+  assert "model.ckpt-2 lacks its training state model.ckpt-2.train_state" in (
+      caplog.text)
+
+
+def test_the_originals_checkpoint_resumes_with_fresh_dropout_and_says_so(
+    tmp_path, caplog):
+  # What the original's run_pretraining.py leaves: weights, adam slots and
+  # global_step, no sidecar anywhere.
+  config = tiny_config()
+  task = pretraining.PretrainingTask(config, 8, 2)
+
+  def trainer():
+    return training.Trainer(tf.distribute.get_strategy(), task.build_model,
+                            task.loss, str(tmp_path / "out"), 1e-3, 10, 1)
+
+  before = trainer()
+  tf.function(lambda: before.train_step(test_training.pretraining_batch(
+      config)))()
+  prefix = checkpoint_dir.step_prefix(str(tmp_path / "out"), 1)
+  modeling.save_variables(prefix, {
+      n: v for n, v in before.checkpoint.variables.items()
+      if not checkpoint_dir.is_sidecar_state(n)})
+  checkpoint_dir.write_state(str(tmp_path / "out"), [1])
+  after = trainer()
+  with caplog.at_level(logging.WARNING):
+    assert after.checkpoint.restore_latest() == prefix
+  got, want = values(after), values(before)
+  for name in want:
+    if name.startswith("dropout_rng/"):
+      assert not np.array_equal(got[name], want[name]), name
+    else:
+      np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+  assert "has no dropout generator states" in caplog.text
+
+
 def test_a_damaged_sidecar_falls_back_to_the_checkpoint_before(tmp_path,
                                                                caplog):
   trainer = trained(tmp_path / "out", "adamw", steps=1)

@@ -316,6 +316,33 @@ def test_a_failed_run_leaves_no_temporary_or_record_file(tmp_path):
       set(kept) - {"train.tf_record"} | {"eval_results.txt", "other.tmp-1"})
 
 
+def test_a_failed_worker_leaves_the_chiefs_checkpoint_in_the_making(
+    tmp_path, monkeypatch):
+  # Another worker of a cluster shares the chief's --output_dir and writes
+  # nothing there; failing (a preemption signal) while the chief saves, it
+  # saw the chief's sidecar (written before its model.ckpt-N.index) and
+  # .tempstate files appear, and took them for its own leftovers.
+  monkeypatch.setattr(fileio, "_CHIEFS_DIRECTORIES", set())
+  out = tmp_path / "out"
+  out.mkdir()
+  chiefs = ["model.ckpt-7.train_state.index",
+            "model.ckpt-7.train_state.data-00000-of-00001",
+            "model.ckpt-7.data-00000-of-00001.tempstate99"]
+
+  def body():
+    fileio.leave_to_chief(str(out))
+    for name in chiefs:
+      touch(out / name)
+
+  fail_in(out, body)
+  assert sorted(os.listdir(out)) == sorted(chiefs)
+  # The chief's own run removes them when it fails.
+  chief = tmp_path / "chief"
+  chief.mkdir()
+  fail_in(chief, lambda: [touch(chief / name) for name in chiefs])
+  assert not os.listdir(chief)
+
+
 def test_a_failed_run_keeps_the_events_of_its_checkpoints(tmp_path):
   out = tmp_path / "out"
 

@@ -100,8 +100,23 @@ class TrainingCheckpoint(object):
     for index, (_, reader) in enumerate(readers):
       for name, shape in reader.get_variable_to_shape_map().items():
         source[name], shapes[name] = index, shape
+    lacking = sorted(n for n in self.variables
+                     if checkpoint_dir.is_sidecar_state(n) and n not in shapes)
+    if lacking and self._sidecars_elsewhere(prefix):
+      # Not the original's (which has none), nor an earlier version's
+      # (which has the state in prefix): ours, its sidecar lost.
+      raise modeling.DamagedCheckpointError(
+          "Checkpoint %s lacks its training state %s.* (other checkpoints "
+          "in %s have theirs): it was removed or never completed." %
+          (prefix, os.path.basename(sidecar), self.output_dir))
     # Checkpoints the original scripts wrote have no dropout generator
     # states; those start fresh.
+    fresh = [n for n in lacking if n.startswith("dropout_rng/")]
+    if fresh:
+      logging.warning(
+          "%s has no dropout generator states (%d): they start from their "
+          "seeds, so the resumed run draws other dropout masks than an "
+          "uninterrupted one would.", prefix, len(fresh))
     bad = [name for name, v in self.variables.items()
            if (name not in shapes and not name.startswith("dropout_rng/")) or
            (name in shapes and list(shapes[name]) != v.shape.as_list())]
@@ -121,6 +136,13 @@ class TrainingCheckpoint(object):
       variable = self.variables[name]
       variable.assign(tf.cast(value, variable.dtype))
     logging.info("Restored %d variables from %s", len(self.variables), prefix)
+
+  def _sidecars_elsewhere(self, prefix):
+    """Whether output_dir holds a training-state sidecar of a checkpoint
+    other than prefix."""
+    own = os.path.basename(prefix) + TRAIN_STATE_SUFFIX + ".index"
+    return any(name != own and name.endswith(TRAIN_STATE_SUFFIX + ".index")
+               for name in tf.io.gfile.listdir(self.output_dir))
 
   def save(self, step):
     """Writes model.ckpt-STEP and points the state file at it."""

@@ -186,6 +186,27 @@ def _listing(directory):
           if not gfile.isdir(os.path.join(directory, name))}
 
 
+# Output directories that this process shares with the chief of its
+# cluster (leave_to_chief).
+_CHIEFS_DIRECTORIES = set()
+
+
+def leave_to_chief(directory):
+  """Marks directory as written by the chief of this process's cluster.
+
+  Another worker writes nothing there, so when it fails it must remove
+  nothing there either: what it would take for its own leftovers are the
+  chief's files in the making (a checkpoint's sidecar, written before its
+  index; a `.tempstate`), which the chief is saving at that moment, the
+  stop step of a preemption in particular. cleaned_on_failure leaves
+  directory alone in this process from then on.
+
+  Args:
+    directory: str, as given to cleaned_on_failure.
+  """
+  _CHIEFS_DIRECTORIES.add(directory)
+
+
 @contextlib.contextmanager
 def cleaned_on_failure(directory):
   """Removes, when the body fails, what it left half done in directory.
@@ -197,7 +218,8 @@ def cleaned_on_failure(directory):
   too where it saved no checkpoint (they would chart steps that no
   checkpoint holds); and directory itself if the body created it and left
   it empty. Checkpoints and complete results stay. A clean exit
-  (SystemExit with status 0) is not a failure.
+  (SystemExit with status 0) is not a failure. Nothing is removed where
+  the directory was left to the chief (leave_to_chief).
 
   Args:
     directory: str, the run's output directory (any gfile path).
@@ -207,7 +229,8 @@ def cleaned_on_failure(directory):
   try:
     yield
   except BaseException as e:
-    if not (isinstance(e, SystemExit) and not e.code):
+    if not (isinstance(e, SystemExit) and not e.code) and (
+        directory not in _CHIEFS_DIRECTORIES):
       try:
         _remove_leftovers(directory, before, existed)
       except gfile.errors() as cleanup_error:

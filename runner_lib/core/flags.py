@@ -315,7 +315,9 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
   Returns:
     training.Trainer on --output_dir (created), not yet initialized; with
     --do_train, the chief holds --output_dir's lock until it exits, and
-    what an interrupted checkpoint write left there is gone.
+    what an interrupted checkpoint write left there is gone. Another
+    worker of a cluster leaves --output_dir to the chief, failed or not
+    (fileio.leave_to_chief).
 
   Raises:
     outdir_lock.OutputDirLockedError: another run trains in --output_dir.
@@ -323,8 +325,9 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
   tf_keras.utils.set_random_seed(FLAGS.seed)
   precision.set_policy(FLAGS.precision)
   tf.io.gfile.makedirs(FLAGS.output_dir)
-  if FLAGS.do_train and training.is_chief(strategy) and (
-      outdir_lock.lock_until_exit(FLAGS.output_dir)):
+  if not training.is_chief(strategy):
+    fileio.leave_to_chief(FLAGS.output_dir)
+  elif FLAGS.do_train and outdir_lock.lock_until_exit(FLAGS.output_dir):
     checkpointing.remove_temporaries(FLAGS.output_dir)
   return training.Trainer(
       strategy, task.model_builder(skips_padding(task, strategy)), task.loss,
