@@ -25,6 +25,7 @@ from runner_lib.classifier import data as classifier_data
 from runner_lib.classifier import task as classifier_task
 from runner_lib.core import errors
 from runner_lib.core import flags as runner_flags
+from runner_lib.core import precision
 from runner_lib.ner import options as ner_options
 from runner_lib.serving import export
 from runner_lib.serving import modules
@@ -47,6 +48,7 @@ flags.DEFINE_bool("overwrite", False,
 flags.DEFINE_string("task_name", None, "--task=classifier: the GLUE / XNLI "
                     "task, as run_classifier.py's --task_name.")
 runner_flags.define_model_flags()
+runner_flags.define_inference_precision_flag()
 # --task=ner: run_ner.py's tags and tagger (fine-tuned or feature-based).
 ner_options.define_model_flags()
 # --task=squad: run_squad.py's windows, n-best search and threshold.
@@ -103,6 +105,7 @@ def main(_):
     if not FLAGS[name].value:
       raise errors.InputError("--task=%s needs --%s." % (FLAGS.task, name))
   config, _ = runner_flags.config_and_tokenizer()
+  precision.set_matmul_precision(FLAGS.precision)
   module = build_module(config)
   # Every variable the task's model has must be in the checkpoint: a
   # pre-training checkpoint has no task head to serve.

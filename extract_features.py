@@ -23,6 +23,7 @@ from runner_lib.core import distribute
 from runner_lib.core import errors
 from runner_lib.core import fileio
 from runner_lib.core import flags as runner_flags
+from runner_lib.core import precision
 from runner_lib.core import predict
 from runner_lib.extraction import data
 from runner_lib.extraction import jsonl
@@ -42,6 +43,7 @@ flags.DEFINE_string("layers", "-1,-2,-3,-4",
 flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
 runner_flags.define_tpu_flags()
 runner_flags.define_trim_flag()
+runner_flags.define_inference_precision_flag()
 flags.DEFINE_bool(
     "use_one_hot_embeddings", False,
     "If True, tf.one_hot will be used for embedding lookups, otherwise "
@@ -83,6 +85,7 @@ def main(_):
     raise errors.InputError(
         "--batch_size=%d must be a multiple of the %d replicas." %
         (FLAGS.batch_size, strategy.num_replicas_in_sync))
+  precision.set_matmul_precision(FLAGS.precision)
   with strategy.scope():
     # Only real tokens' values are written: with trimmed batches the
     # encoder can skip the padding.

@@ -5,9 +5,15 @@ AdamW optimizer with global-norm clipping on both sides (Model Garden's
 AdamWeightDecay applies bias correction, ours the original's update; the
 cost is the same). One fixed batch, so only the step is timed. Runs
 alternate between the two so that machine noise hits both; medians and the
-ratio are printed, with and without XLA.
+ratio are printed, with and without XLA, in float32 and in bfloat16 (Keras'
+mixed_bfloat16 policy set before both models are built: float32 weights,
+bfloat16 compute). Each line also gives our step's model arithmetic
+(train_steps.step_flops) in GFLOP/s and as a share of a large matmul's in
+the same precision, timed in the same process: the machine's practical
+peak.
 
   .venv/bin/python benchmarks/bench_pretraining.py [--repeats=10]
+      [--shapes=small,base] [--xla=false,true] [--precision=float32,bfloat16]
 """
 
 import os
@@ -19,6 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 import tensorflow as tf
+import tf_keras
 
 from benchmarks import train_steps
 from benchmarks import timing
@@ -28,35 +35,82 @@ FLAGS = flags.FLAGS
 flags.DEFINE_integer("repeats", 10, "Timed steps per model and setting.")
 flags.DEFINE_string("shapes", "small,base", "Comma-separated: small, base.")
 flags.DEFINE_string("xla", "false,true", "Comma-separated jit_compile values.")
+flags.DEFINE_string("precision", "float32,bfloat16",
+                    "Comma-separated: float32, bfloat16.")
 
 
-def bench(name, jit_compile):
+def bench(name, jit_compile, precision, peak):
+  """Times the steps at one shape, XLA setting and precision; prints a line
+  per variant of ours. peak: float, FLOP/s of a large matmul in that
+  precision.
+
+  In bfloat16, "ours" is what --precision=bfloat16 runs (bfloat16 matmuls,
+  float32 elsewhere: modeling.layers.set_matmul_dtype) and "ours_keras" our
+  model under Keras' mixed_bfloat16 policy, as Model Garden's is.
+
+  Returns:
+    dict variant -> median seconds per step.
+  """
   fields, batch_size, seq_length, predictions = train_steps.SHAPES[name]
   config = modeling.BertConfig(**fields)
   batch = train_steps.make_batch(config, batch_size, seq_length,
-                                       predictions)
-  runs = {"ours": train_steps.ours_step(config, batch, seq_length,
-                                              predictions, jit_compile),
-          "model_garden": train_steps.model_garden_step(config, batch,
-                                                              jit_compile)}
+                                 predictions)
+  runs = {}
+  if precision == "float32":
+    runs["ours"] = train_steps.ours_step(config, batch, seq_length,
+                                         predictions, jit_compile)
+  else:
+    runs["ours"] = train_steps.ours_step(config, batch, seq_length,
+                                         predictions, jit_compile,
+                                         getattr(tf, precision))
+    tf_keras.mixed_precision.set_global_policy("mixed_" + precision)
+  try:
+    if precision != "float32":
+      runs["ours_keras"] = train_steps.ours_step(config, batch, seq_length,
+                                                 predictions, jit_compile)
+    runs["model_garden"] = train_steps.model_garden_step(config, batch,
+                                                         jit_compile)
+    for fn in runs.values():
+      float(fn())  # Traced (and layers built) under the policy.
+  finally:
+    tf_keras.mixed_precision.set_global_policy("float32")
   medians = timing.alternated_medians(
       {k: (lambda fn=fn: float(fn())) for k, fn in runs.items()},
       FLAGS.repeats)
-  print("%-5s L=%d H=%d batch=%d seq=%d xla=%-5s ours %.2f steps/s  "
-        "model_garden %.2f steps/s  ratio ours/model_garden = %.3f" %
-        (name, config.num_hidden_layers, config.hidden_size, batch_size,
-         seq_length, jit_compile, 1 / medians["ours"],
-         1 / medians["model_garden"],
-         medians["model_garden"] / medians["ours"]), flush=True)
+  for variant in [k for k in runs if k != "model_garden"]:
+    flops = train_steps.step_flops(config, batch_size, seq_length,
+                                   predictions) / medians[variant]
+    print("%-5s L=%d H=%d batch=%d seq=%d xla=%-5s %-8s %-10s %.2f steps/s "
+          " model_garden %.2f steps/s  ratio %s/model_garden = %.3f  "
+          "%.0f GFLOP/s = %.0f%% of the matmul peak" %
+          (name, config.num_hidden_layers, config.hidden_size, batch_size,
+           seq_length, jit_compile, precision, variant,
+           1 / medians[variant], 1 / medians["model_garden"], variant,
+           medians["model_garden"] / medians[variant], flops / 1e9,
+           100 * flops / peak), flush=True)
+  return medians
 
 
 def main(argv):
   del argv
   print("TensorFlow %s, %d CPUs, %d repeats (medians)" %
         (tf.__version__, os.cpu_count(), FLAGS.repeats))
+  precisions = FLAGS.precision.split(",")
+  peaks = {}
+  for precision in precisions:
+    peaks[precision] = timing.matmul_flops(getattr(tf, precision))
+    print("matmul peak (2048 x 2048, %s): %.0f GFLOP/s" %
+          (precision, peaks[precision] / 1e9), flush=True)
   for name in FLAGS.shapes.split(","):
     for xla in FLAGS.xla.split(","):
-      bench(name, xla == "true")
+      ours = {}
+      for precision in precisions:
+        ours[precision] = bench(name, xla == "true", precision,
+                                peaks[precision])["ours"]
+      if "float32" in ours and "bfloat16" in ours:
+        print("%-5s xla=%-5s ours bfloat16 / ours float32 = %.2fx" %
+              (name, xla == "true", ours["float32"] / ours["bfloat16"]),
+              flush=True)
 
 
 if __name__ == "__main__":

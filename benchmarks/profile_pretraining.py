@@ -6,12 +6,13 @@ clipping). Each is warmed up, then --steps steps are traced; the host
 plane's op events are summed by op type.
 
   .venv/bin/python benchmarks/profile_pretraining.py [--shape=small]
-      [--steps=5] [--top=15]
+      [--steps=5] [--top=15] [--precision=bfloat16]
 """
 
 import collections
 import glob
 import os
+import re
 import sys
 import tempfile
 
@@ -21,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 import tensorflow as tf
+import tf_keras
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
 from benchmarks import train_steps
@@ -30,15 +32,21 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("shape", "small", "small or base (bench_pretraining's).")
 flags.DEFINE_integer("steps", 5, "Traced steps per model.")
 flags.DEFINE_integer("top", 15, "Op types listed.")
+flags.DEFINE_bool("by_name", False,
+                  "Rank op names (layer numbers merged) instead of types: "
+                  "which part of the model an op type's time comes from.")
 flags.DEFINE_bool("jit_compile", False, "XLA on both sides.")
+flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16"],
+                  "Compute precision of both (Keras' mixed policy).")
 
 
 # Events that hold the op events rather than run an op.
 _ENCLOSING = ("Process", "Run", "ExecutorState::Process")
 
 
-def op_times(step, steps):
-  """dict op type -> seconds per step, from a trace of `steps` calls."""
+def op_times(step, steps, by_name=False):
+  """dict op type (or, by_name, op name with layer_N for every layer's
+  number) -> seconds per step, from a trace of `steps` calls."""
   for _ in range(3):
     float(step())
   logdir = tempfile.mkdtemp()
@@ -61,10 +69,12 @@ def op_times(step, steps):
         # executor events enclosing them are left out.
         if ":" not in name or name.startswith(("Iterator", "$", " ")):
           continue
-        op_type = name.rsplit(":", 1)[1].strip()
+        op_name, op_type = [part.strip() for part in name.rsplit(":", 1)]
         if op_type not in _ENCLOSING and not op_type.startswith(
             "__inference"):
-          totals[op_type] += event.duration_ps * 1e-12
+          key = ("%s (%s)" % (re.sub(r"layer_\d+", "layer_N", op_name),
+                              op_type) if by_name else op_type)
+          totals[key] += event.duration_ps * 1e-12
   return {op: seconds / steps for op, seconds in totals.items()}
 
 
@@ -75,13 +85,15 @@ def main(argv):
   config = modeling.BertConfig(**fields)
   batch = train_steps.make_batch(config, batch_size, seq_length,
                                        predictions)
+  if FLAGS.precision != "float32":
+    tf_keras.mixed_precision.set_global_policy("mixed_" + FLAGS.precision)
   steps = {
       "ours": train_steps.ours_step(config, batch, seq_length,
                                           predictions, FLAGS.jit_compile),
       "model_garden": train_steps.model_garden_step(
           config, batch, FLAGS.jit_compile)}
   for name, step in steps.items():
-    times = op_times(step, FLAGS.steps)
+    times = op_times(step, FLAGS.steps, FLAGS.by_name)
     total = sum(times.values())
     print("%s (L=%d H=%d batch=%d seq=%d): %.1f ms of op time per step "
           "(summed over threads)" % (name, config.num_hidden_layers,
@@ -89,7 +101,7 @@ def main(argv):
                                      seq_length, 1000 * total))
     for op, seconds in sorted(times.items(), key=lambda x: -x[1])[
         :FLAGS.top]:
-      print("  %-32s %8.2f ms  %5.1f%%" % (op, 1000 * seconds,
+      print("  %-60s %8.2f ms  %5.1f%%" % (op[-60:], 1000 * seconds,
                                           100 * seconds / total))
 
 

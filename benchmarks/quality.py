@@ -16,7 +16,8 @@ scripts, on each path and seed:
 Paths: `default` (--trim_padding: trimmed batches, the encoder skipping
 padding) and `notrim` (--notrim_padding: the original's full-length
 batches); `corrected` (--paths=corrected) is the default path with
---optimizer=adamw_corrected, Adam's bias correction as in PyTorch's AdamW.
+--optimizer=adamw_corrected, Adam's bias correction as in PyTorch's AdamW;
+`bfloat16` (--paths=bfloat16) the default path with --precision=bfloat16.
 `peer` (NER only, needs .venv-hf: `make .venv-hf`) runs HuggingFace's
 PyTorch BertForTokenClassification on the same sentences and weights with
 the original's optimizer and schedule (benchmarks/hf_ner.py), scored here
@@ -66,7 +67,9 @@ flags.DEFINE_integer("ner_train_sentences", 2000,
 PATH_FLAGS = {"default": ["--trim_padding"], "notrim": ["--notrim_padding"],
               # Not the original's: Adam with bias correction, as the
               # HuggingFace peer's PyTorch AdamW.
-              "corrected": ["--trim_padding", "--optimizer=adamw_corrected"]}
+              "corrected": ["--trim_padding", "--optimizer=adamw_corrected"],
+              # Compute only: bfloat16 matmuls over float32 weights.
+              "bfloat16": ["--trim_padding", "--precision=bfloat16"]}
 
 # The HuggingFace PyTorch peer (BertForSequenceClassification /
 # BertForTokenClassification from the same weights, the same recipes),

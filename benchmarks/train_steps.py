@@ -14,6 +14,7 @@ from official.nlp.modeling import layers as mg_layers
 from official.nlp.modeling import models
 
 from benchmarks import model_garden
+from modeling import layers
 from runner_lib.core import training
 from runner_lib.pretraining import task as pretraining
 from tests import reference
@@ -28,6 +29,28 @@ SHAPES = {
                   num_attention_heads=12, intermediate_size=3072,
                   type_vocab_size=2), 8, 128, 20),
 }
+
+
+def step_flops(config, batch_size, seq_length, predictions):
+  """The model arithmetic of one pre-training step, forward and backward.
+
+  Matmuls only (everything else is a few percent): per token and layer
+  the Q, K, V and output projections (4 H^2 multiply-adds) and the
+  feed-forward (2 H I), attention scores and contexts against T positions
+  (2 T H); per predicted position the masked-LM transform (H^2) and
+  logits (V H). A multiply-add is 2 FLOPs, and the backward pass costs
+  twice the forward (gradients for inputs and for weights).
+
+  Returns:
+    float, FLOPs.
+  """
+  hidden, intermediate = config.hidden_size, config.intermediate_size
+  per_token = config.num_hidden_layers * (
+      4 * hidden ** 2 + 2 * hidden * intermediate + 2 * seq_length * hidden)
+  per_prediction = hidden ** 2 + config.vocab_size * hidden
+  forward = 2.0 * (batch_size * seq_length * per_token +
+                   batch_size * predictions * per_prediction)
+  return 3.0 * forward
 
 
 def make_batch(config, batch_size, seq_length, predictions):
@@ -50,11 +73,18 @@ def make_batch(config, batch_size, seq_length, predictions):
   }
 
 
-def ours_step(config, batch, seq_length, predictions, jit_compile):
+def ours_step(config, batch, seq_length, predictions, jit_compile,
+              matmul_dtype=tf.float32):
+  """Our pre-training step; matmul_dtype: modeling.layers.set_matmul_dtype's
+  (the model built under Keras' current global policy)."""
   task = pretraining.PretrainingTask(config, seq_length, predictions)
-  trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
-                             task.loss, tempfile.mkdtemp(), 1e-4, 100000,
-                             1000, jit_compile=jit_compile)
+  layers.set_matmul_dtype(matmul_dtype)
+  try:
+    trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
+                               task.loss, tempfile.mkdtemp(), 1e-4, 100000,
+                               1000, jit_compile=jit_compile)
+  finally:
+    layers.set_matmul_dtype(tf.float32)
   return tf.function(lambda: trainer.train_step(batch))
 
 

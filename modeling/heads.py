@@ -25,7 +25,7 @@ def gather_indexes(sequence_tensor, positions):
   return tf.gather(sequence_tensor, tf.cast(positions, tf.int32), batch_dims=1)
 
 
-def dense_transposed(x, weights, bias):
+def dense_transposed(x, weights, bias, dtype=tf.float32):
   """x times the transpose of weights, plus bias, over the last axis.
 
   One 2-D matmul on x flattened to [rows, H]. tf.matmul of [B, P, H] with a
@@ -38,13 +38,15 @@ def dense_transposed(x, weights, bias):
     x: float [..., H].
     weights: float [N, H] (the original stores output layers transposed).
     bias: float [N].
+    dtype: the matmul's compute type (layers.matmul).
 
   Returns:
     float [..., N].
   """
   weights = tf.cast(weights, x.dtype)
   flat = tf.reshape(x, [-1, x.shape[-1]])
-  logits = tf.nn.bias_add(tf.matmul(flat, weights, transpose_b=True),
+  logits = tf.nn.bias_add(layers.matmul(flat, weights, dtype,
+                                        transpose_b=True),
                           tf.cast(bias, x.dtype))
   outputs = tf.reshape(logits, tf.concat([tf.shape(x)[:-1],
                                           tf.shape(weights)[:1]], 0))
@@ -70,13 +72,14 @@ class MaskedLMHead(keras.layers.Layer):
     super().__init__(name=name, **kwargs)
     self.embedding_table = embedding_table
     vocab_size, hidden_size = embedding_table.shape
-    self.transform = keras.layers.Dense(
+    self.transform = layers.Dense(
         hidden_size, activation=layers.get_activation(hidden_act),
         kernel_initializer=layers.create_initializer(initializer_range),
         name="transform")
     self.layer_norm = layers.layer_norm()
     self.output_bias = self.add_weight(
         "output_bias", shape=[vocab_size], initializer="zeros")
+    self.matmul_dtype = layers.matmul_dtype()
 
   def call(self, sequence_output, masked_lm_positions):
     """Scores every vocabulary entry at the masked positions.
@@ -90,7 +93,8 @@ class MaskedLMHead(keras.layers.Layer):
     """
     hidden = gather_indexes(sequence_output, masked_lm_positions)
     hidden = self.layer_norm(self.transform(hidden))
-    return dense_transposed(hidden, self.embedding_table, self.output_bias)
+    return dense_transposed(hidden, self.embedding_table, self.output_bias,
+                            self.matmul_dtype)
 
 
 class OutputLayer(keras.layers.Layer):
@@ -107,10 +111,12 @@ class OutputLayer(keras.layers.Layer):
         initializer=layers.create_initializer(initializer_range))
     self.output_bias = self.add_weight(
         "output_bias", shape=[num_outputs], initializer="zeros")
+    self.matmul_dtype = layers.matmul_dtype()
 
   def logits(self, hidden):
     """Maps float [..., H] to float [..., num_outputs]."""
-    return dense_transposed(hidden, self.output_weights, self.output_bias)
+    return dense_transposed(hidden, self.output_weights, self.output_bias,
+                            self.matmul_dtype)
 
 
 class NextSentenceHead(OutputLayer):

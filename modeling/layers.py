@@ -81,6 +81,68 @@ def get_activation(activation_string):
   return activations[act]
 
 
+# The type the model's matmuls compute in (set_matmul_dtype). Everything
+# else (activations, LayerNorm, softmax, dropout, residuals, losses) stays
+# float32.
+_MATMUL_DTYPE = [tf.float32]
+
+
+def set_matmul_dtype(dtype):
+  """Makes every matmul of layers made afterwards compute in dtype.
+
+  With tf.bfloat16, the operands of each matmul (dense layers, attention
+  scores and contexts, output layers, the masked LM's logits) and of its
+  gradients are cast to bfloat16, so that they run on the CPU's bfloat16
+  matrix units (AMX) or a GPU's or TPU's; each product comes back as
+  float32. Weights and everything elementwise stay float32: on CPUs
+  TensorFlow's bfloat16 elementwise kernels run at half the speed of its
+  float32 ones, and LayerNorm and softmax statistics keep float32's
+  accuracy. tf.float32 (the default) is the original's arithmetic,
+  unchanged.
+
+  Args:
+    dtype: tf.float32 or tf.bfloat16.
+  """
+  _MATMUL_DTYPE[0] = tf.as_dtype(dtype)
+
+
+def matmul_dtype():
+  """The dtype set by set_matmul_dtype."""
+  return _MATMUL_DTYPE[0]
+
+
+def matmul(a, b, dtype=tf.float32, **kwargs):
+  """tf.matmul(a, b, **kwargs) computed in dtype (a layer's matmul_dtype());
+  the product has a's dtype. Plain tf.matmul where dtype is float32 or a's
+  (under a Keras mixed policy a is already in the compute type)."""
+  if dtype in (tf.float32, a.dtype):
+    return tf.matmul(a, b, **kwargs)
+  return tf.cast(tf.matmul(tf.cast(a, dtype), tf.cast(b, dtype), **kwargs),
+                 a.dtype)
+
+
+class Dense(keras.layers.Dense):
+  """Keras' Dense whose matmul computes in the matmul_dtype() of when it was
+  made; Keras' own arithmetic where that is float32."""
+
+  def __init__(self, *args, **kwargs):
+    super().__init__(*args, **kwargs)
+    self.matmul_dtype = matmul_dtype()
+
+  def call(self, inputs):
+    if self.matmul_dtype in (tf.float32, inputs.dtype):
+      return super().call(inputs)
+    flat = tf.reshape(inputs, [-1, inputs.shape[-1]])
+    outputs = tf.nn.bias_add(matmul(flat, self.kernel, self.matmul_dtype),
+                             self.bias)
+    if self.activation is not None:
+      outputs = self.activation(outputs)
+    outputs = tf.reshape(outputs, tf.concat(
+        [tf.shape(inputs)[:-1], [self.units]], 0))
+    outputs.set_shape(inputs.shape[:-1].concatenate([self.units]))
+    return outputs
+
+
 def create_initializer(initializer_range=0.02):
   """Truncated normal (cut at 2 stddev) with stddev initializer_range.
 
@@ -302,10 +364,11 @@ class SelfAttention(keras.layers.Layer):
     self.size_per_head = size_per_head
     width = num_attention_heads * size_per_head
     self.query, self.key, self.value = [
-        keras.layers.Dense(
+        Dense(
             width, kernel_initializer=create_initializer(initializer_range),
             name=name) for name in ("query", "key", "value")]
     self.dropout = Dropout(attention_probs_dropout_prob, dropout_seed)
+    self.matmul_dtype = matmul_dtype()
 
   def _split_heads(self, x, batch_size, seq_length):
     x = tf.reshape(x, [batch_size, seq_length, self.num_attention_heads,
@@ -337,13 +400,13 @@ class SelfAttention(keras.layers.Layer):
     query, key, value = [self._split_heads(x, batch_size, seq_length)
                          for x in (query, key, value)]
     # [B, N, F, T]. Scaled after the product, in the original's order.
-    scores = tf.matmul(query, key, transpose_b=True)
+    scores = matmul(query, key, self.matmul_dtype, transpose_b=True)
     scores *= 1.0 / math.sqrt(float(self.size_per_head))
     adder = (1.0 - tf.cast(attention_mask, scores.dtype)) * MASK_ADDER
     scores += adder[:, tf.newaxis, :, :]  # [B, 1, F or 1, T]
     probs = tf.nn.softmax(scores)
     probs = self.dropout(probs, training=training)
-    context = tf.matmul(probs, value)  # [B, N, F, D]
+    context = matmul(probs, value, self.matmul_dtype)  # [B, N, F, D]
     context = tf.transpose(context, [0, 2, 1, 3])  # [B, F, N, D]
     context = tf.reshape(context, [
         batch_size, seq_length, self.num_attention_heads * self.size_per_head])
@@ -375,15 +438,15 @@ class TransformerLayer(keras.layers.Layer):
     self.attention = SelfAttention(
         num_attention_heads, hidden_size // num_attention_heads,
         initializer_range, attention_probs_dropout_prob, dropout_seed)
-    self.attention_output = keras.layers.Dense(
+    self.attention_output = Dense(
         hidden_size, kernel_initializer=create_initializer(initializer_range),
         name="attention_output")
     self.attention_layer_norm = layer_norm("attention_LayerNorm")
-    self.intermediate = keras.layers.Dense(
+    self.intermediate = Dense(
         intermediate_size, activation=intermediate_activation,
         kernel_initializer=create_initializer(initializer_range),
         name="intermediate")
-    self.output_dense = keras.layers.Dense(
+    self.output_dense = Dense(
         hidden_size, kernel_initializer=create_initializer(initializer_range),
         name="output")
     self.output_layer_norm = layer_norm("output_LayerNorm")
@@ -425,7 +488,7 @@ class Pooler(keras.layers.Layer):
       **kwargs: passed to keras.layers.Layer.
     """
     super().__init__(name=name, **kwargs)
-    self.dense = keras.layers.Dense(
+    self.dense = Dense(
         hidden_size, activation=tf.tanh,
         kernel_initializer=create_initializer(initializer_range), name="dense")
 

@@ -139,10 +139,11 @@ def define_training_flags(modes=("train", "eval")):
                     "large batches.")
   flags.DEFINE_enum("precision", "float32",
                     ["float32", "bfloat16", "float16"],
-                    "Compute precision: bfloat16 / float16 run matmuls and "
-                    "activations in that type with float32 weights, "
-                    "optimizer and losses (Keras mixed_bfloat16 / "
-                    "mixed_float16); float16 adds dynamic loss scaling.")
+                    "Compute precision; weights, optimizer, losses and "
+                    "checkpoints stay float32. bfloat16: on CPUs the "
+                    "matmuls and their gradients (the rest float32), on "
+                    "GPU / TPU Keras' mixed_bfloat16. float16: Keras' "
+                    "mixed_float16 with dynamic loss scaling.")
   flags.DEFINE_bool("use_xla", False,
                     "Compile the training step with XLA (jit_compile).")
   flags.DEFINE_integer("gradient_accumulation_steps", 1,
@@ -173,6 +174,14 @@ def define_finetuning_flags(modes=("train", "eval", "predict")):
       "shuffled), so trimmed batches are shorter still. Every example is "
       "still seen once per epoch, but in other batches than the original's."
       % input_pipeline.BUCKET_CHUNK_BATCHES)
+
+
+def define_inference_precision_flag():
+  """--precision for prediction and serving (precision.set_matmul_precision)."""
+  flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16"],
+                    "Compute precision of the model's matmuls: bfloat16 "
+                    "runs them on bfloat16 units (AMX, a GPU's or TPU's); "
+                    "the rest and every output stay float32.")
 
 
 def define_trim_flag():

@@ -1,9 +1,12 @@
-"""--precision: Keras' mixed-precision policy, and a warning where bfloat16
-has no hardware to run on."""
+"""--precision: what models compute in (bfloat16 matmuls on CPUs, Keras'
+mixed policies elsewhere), and a warning where bfloat16 has no hardware to
+run on."""
 
 from absl import logging
 import tensorflow as tf
 import tf_keras
+
+from modeling import layers
 
 CPUINFO = "/proc/cpuinfo"
 # The flags of bfloat16 arithmetic: x86's AVX512-BF16 (Cooper Lake, Zen 4
@@ -39,8 +42,7 @@ def warn_without_bf16_units(path=CPUINFO):
   Returns:
     bool, whether it warned.
   """
-  if tf.config.list_physical_devices("GPU") or tf.config.list_physical_devices(
-      "TPU"):
+  if _accelerated():
     return False
   found = cpu_flags(path)
   if found is None or found.intersection(BF16_CPU_FLAGS):
@@ -52,15 +54,52 @@ def warn_without_bf16_units(path=CPUINFO):
   return True
 
 
-def set_policy(precision):
-  """Sets Keras' global policy for --precision.
+def _accelerated():
+  """Whether a GPU or TPU is visible."""
+  return bool(tf.config.list_physical_devices("GPU") or
+              tf.config.list_physical_devices("TPU"))
+
+
+def set_matmul_precision(precision):
+  """What a model built afterwards for prediction or serving computes in.
 
   Args:
-    precision: "float32", "bfloat16" or "float16"; the latter two run
-      matmuls and activations in that type over float32 weights (Keras'
-      mixed_bfloat16 / mixed_float16).
+    precision: "float32", or "bfloat16": its matmuls in bfloat16 (warned
+      about on CPUs without bfloat16 units), everything else and every
+      output float32 (modeling.layers.set_matmul_dtype), on any device
+      the model later runs on (an exported SavedModel's graph holds the
+      casts).
   """
+  if precision == "bfloat16":
+    warn_without_bf16_units()
+    layers.set_matmul_dtype(tf.bfloat16)
+  else:
+    layers.set_matmul_dtype(tf.float32)
+
+
+def set_policy(precision):
+  """Sets what --precision computes in, for models built afterwards.
+
+  Weights, optimizer state and checkpoints stay float32 whatever it is.
+
+  Args:
+    precision: "float32" (the original's arithmetic); "bfloat16": on a
+      CPU, the matmuls (and their gradients) only, over bfloat16 copies of
+      their operands, with everything elementwise in float32
+      (modeling.layers.set_matmul_dtype): TensorFlow's bfloat16 elementwise
+      kernels run at half the speed of its float32 ones on CPUs, and
+      Keras' mixed_bfloat16 policy, which runs those in bfloat16 too, made
+      a pre-training step 1.27x slower (benchmarks/bench_pretraining.py);
+      on a GPU or TPU, where bfloat16 elementwise work is native and
+      halves the memory traffic, Keras' mixed_bfloat16 policy; "float16":
+      Keras' mixed_float16 (with the Trainer's loss scaling).
+  """
+  layers.set_matmul_dtype(tf.float32)
+  tf_keras.mixed_precision.set_global_policy("float32")
   if precision == "float32":
+    return
+  if precision == "bfloat16" and not _accelerated():
+    set_matmul_precision(precision)
     return
   if precision == "bfloat16":
     warn_without_bf16_units()
