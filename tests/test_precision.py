@@ -9,6 +9,7 @@ from absl import logging
 import numpy as np
 import pytest
 import tensorflow as tf
+import tf_keras
 
 import modeling
 from modeling import huggingface
@@ -167,3 +168,21 @@ def test_bfloat16_encodes_real_sentences_as_float32_does(tmp_path):
     assert relative.max() < 2e-2, (layer, relative.max())
   np.testing.assert_allclose(got["pooled_output"], want["pooled_output"],
                              atol=2e-2)
+
+
+def test_set_policy_on_a_cpu():
+  assert not tf.config.list_physical_devices("GPU")
+  try:
+    precision.set_policy("bfloat16")
+    # bfloat16 matmuls, Keras' float32 policy: the rest stays float32.
+    assert layers.matmul_dtype() == tf.bfloat16
+    assert tf_keras.mixed_precision.global_policy().name == "float32"
+    precision.set_policy("float16")
+    assert layers.matmul_dtype() == tf.float32
+    assert tf_keras.mixed_precision.global_policy().name == "mixed_float16"
+    precision.set_policy("float32")
+    assert layers.matmul_dtype() == tf.float32
+    assert tf_keras.mixed_precision.global_policy().name == "float32"
+  finally:
+    layers.set_matmul_dtype(tf.float32)
+    tf_keras.mixed_precision.set_global_policy("float32")

@@ -344,7 +344,9 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
       FLAGS.iterations_per_loop, FLAGS.save_checkpoints_steps,
       FLAGS.keep_checkpoint_max, FLAGS.use_xla,
       FLAGS.gradient_accumulation_steps, FLAGS.optimizer,
-      loss_scaling=FLAGS.precision == "float16")
+      loss_scaling=FLAGS.precision == "float16",
+      # float32 keeps the original's rounding, op for op.
+      fused_update=FLAGS.precision != "float32")
 
 
 def check_finetuning_flags(strategy):

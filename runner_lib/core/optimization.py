@@ -78,7 +78,8 @@ class AdamWeightDecay(tf.Module):
 
   def __init__(self, named_variables, weight_decay_rate=0.01, beta_1=0.9,
                beta_2=0.999, epsilon=1e-6,
-               exclude_from_weight_decay=EXCLUDE_FROM_WEIGHT_DECAY):
+               exclude_from_weight_decay=EXCLUDE_FROM_WEIGHT_DECAY,
+               fused=False):
     """Creates the slots.
 
     Args:
@@ -88,8 +89,12 @@ class AdamWeightDecay(tf.Module):
       beta_2: float.
       epsilon: float.
       exclude_from_weight_decay: regexes; matching names get no decay.
+      fused: bool, this class's update in one kernel per weight (_fused_step)
+        instead of the original's op-by-op float32 arithmetic: the same
+        formula, rounded otherwise. Subclasses ignore it.
     """
     super().__init__(name=type(self).__name__)
+    self.fused = fused
     self.names = list(named_variables)
     self.variables_by_name = dict(named_variables)
     self.weight_decay_rate = weight_decay_rate
@@ -154,15 +159,42 @@ class AdamWeightDecay(tf.Module):
 
   def _step(self, variable, grad, m, v, learning_rate, step, decay):
     del step  # no bias correction
-    # The original's float32 arithmetic, op for op (a fused kernel would
-    # round differently).
     grad = tf.cast(grad, tf.float32)
+    if self.fused:
+      return self._fused_step(variable, grad, m, v, learning_rate, decay)
+    # The original's float32 arithmetic, op for op (a fused kernel rounds
+    # differently).
     m = m.assign(self.beta_1 * m + (1.0 - self.beta_1) * grad)
     v = v.assign(self.beta_2 * v + (1.0 - self.beta_2) * tf.square(grad))
     update = m / (tf.sqrt(v) + self.epsilon)
     if decay:
       update += self.weight_decay_rate * variable
     return variable.assign_sub(learning_rate * update)
+
+
+  def _fused_step(self, variable, grad, m, v, learning_rate, decay):
+    """The same update as _step in two passes over the weight, not a dozen.
+
+    The decay first, w' = w - lr * weight_decay_rate * w, then TensorFlow's
+    fused ApplyAdam on w' with its bias correction cancelled (beta powers 0
+    make its lr_t = lr): m += (g - m)(1 - b1), v += (g^2 - v)(1 - b2),
+    w' -= lr * m / (sqrt(v) + eps). Together
+    w - lr * (m / (sqrt(v) + eps) + weight_decay_rate * w), the original's
+    update, but rounded otherwise, and the kernel takes 1 - b2 in float32
+    from b2 (0.000999987 for 0.999, 1.3e-5 off), which moves each update by
+    up to 6.4e-6 of itself. About 2.5x faster than _step (BERT-Base's 110M
+    weights on 2 cores: 0.30 s against 0.75 s a step, measured while
+    another job ran).
+    """
+    if decay:
+      variable.assign_sub(learning_rate * self.weight_decay_rate * variable)
+    zero = tf.constant(0.0)
+    tf.raw_ops.ResourceApplyAdam(
+        var=variable.handle, m=m.handle, v=v.handle, beta1_power=zero,
+        beta2_power=zero, lr=tf.cast(learning_rate, tf.float32),
+        beta1=tf.constant(self.beta_1), beta2=tf.constant(self.beta_2),
+        epsilon=tf.constant(self.epsilon), grad=grad)
+    return tf.constant(True)
 
 
 class AdamWeightDecayCorrected(AdamWeightDecay):

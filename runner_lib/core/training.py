@@ -111,7 +111,7 @@ class Trainer(object):
                num_train_steps, num_warmup_steps, iterations_per_loop=1000,
                save_checkpoints_steps=1000, keep_checkpoint_max=5,
                jit_compile=False, gradient_accumulation_steps=1,
-               optimizer="adamw", loss_scaling=False):
+               optimizer="adamw", loss_scaling=False, fused_update=False):
     """Builds model, optimizer slots and global_step under the strategy.
 
     Args:
@@ -134,6 +134,9 @@ class Trainer(object):
         scaled up before the backward pass; a step whose gradients overflow
         is skipped (global_step does not move) and the scale halved; after
         LOSS_SCALE_PERIOD good steps it doubles.
+      fused_update: bool, the optimizer's fused kernel where it has one
+        (optimization.AdamWeightDecay's `fused`): faster, not the original's
+        float32 rounding, so for reduced-precision training only.
     """
     self.strategy = strategy
     self.loss_fn = loss_fn
@@ -156,7 +159,8 @@ class Trainer(object):
                  if id(v) in trainable}
       self.names = list(weights)
       self.trainable = [weights[n] for n in self.names]
-      self.optimizer = optimization.OPTIMIZERS[optimizer](weights)
+      self.optimizer = optimization.OPTIMIZERS[optimizer](
+          weights, fused=fused_update)
       self.global_step = tf.Variable(
           0, dtype=tf.int64, trainable=False, name="global_step",
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
