@@ -93,16 +93,25 @@ def test_an_earlier_versions_one_file_checkpoint_resumes_exactly(tmp_path):
   assert_same(values(fresh), values(trainer))
 
 
-def test_a_lost_sidecar_falls_back_to_the_checkpoint_before(tmp_path,
-                                                            caplog):
-  # model.ckpt-2 intact without its sidecar: resumed, its dropout masks
-  # would start over silently (and a LAMB run would not resume at all).
-  trainer = trained(tmp_path / "out", "adamw", steps=1)
+def two_checkpoints(output_dir):
+  """An AdamW Trainer saved after steps 1 and 2.
+
+  Returns:
+    the Trainer, its values at step 1, the prefix of model.ckpt-2.
+  """
+  trainer = trained(output_dir, "adamw", steps=1)
   first = values(trainer)
   trainer.checkpoint.save(1)
   tf.function(lambda: trainer.train_step(test_training.pretraining_batch(
       tiny_config())))()
-  second = trainer.checkpoint.save(2)
+  return trainer, first, trainer.checkpoint.save(2)
+
+
+def test_a_lost_sidecar_falls_back_to_the_checkpoint_before(tmp_path,
+                                                            caplog):
+  # model.ckpt-2 intact without its sidecar: resumed, its dropout masks
+  # would start over silently (and a LAMB run would not resume at all).
+  _, first, second = two_checkpoints(tmp_path / "out")
   for path in tf.io.gfile.glob(second + checkpointing.TRAIN_STATE_SUFFIX +
                                ".*"):
     tf.io.gfile.remove(path)
@@ -148,12 +157,7 @@ def test_the_originals_checkpoint_resumes_with_fresh_dropout_and_says_so(
 
 def test_a_damaged_sidecar_falls_back_to_the_checkpoint_before(tmp_path,
                                                                caplog):
-  trainer = trained(tmp_path / "out", "adamw", steps=1)
-  first = values(trainer)
-  trainer.checkpoint.save(1)
-  tf.function(lambda: trainer.train_step(test_training.pretraining_batch(
-      tiny_config())))()
-  second = trainer.checkpoint.save(2)
+  trainer, first, second = two_checkpoints(tmp_path / "out")
   index = second + checkpointing.TRAIN_STATE_SUFFIX + ".index"
   with open(index, "r+b") as f:
     f.truncate(10)
