@@ -171,7 +171,6 @@ class AdamWeightDecay(tf.Module):
       update += self.weight_decay_rate * variable
     return variable.assign_sub(learning_rate * update)
 
-
   def _fused_step(self, variable, grad, m, v, learning_rate, decay):
     """The same update as _step in two passes over the weight, not a dozen.
 

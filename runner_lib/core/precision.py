@@ -97,11 +97,8 @@ def set_policy(precision):
   """
   layers.set_matmul_dtype(tf.float32)
   tf_keras.mixed_precision.set_global_policy("float32")
-  if precision == "float32":
-    return
   if precision == "bfloat16" and not _accelerated():
     set_matmul_precision(precision)
-    return
-  if precision == "bfloat16":
-    warn_without_bf16_units()
-  tf_keras.mixed_precision.set_global_policy("mixed_" + precision)
+  elif precision != "float32":
+    # No bfloat16 warning here: a GPU or TPU has the units.
+    tf_keras.mixed_precision.set_global_policy("mixed_" + precision)
