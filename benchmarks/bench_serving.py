@@ -8,7 +8,18 @@ from disk as a server would; calls alternate; medians, examples/s and the
 ratio (> 1: ours faster) are printed for batch 1 and 32, BERT-Base's shape
 and a small one (seq 128).
 
+With --precision=float32,bfloat16, ours is also exported as
+`export_saved_model.py --precision=bfloat16` exports it (bfloat16
+matmuls, float32 outputs), from the same weights, and timed beside the
+float32 one; the line gives its speed-up and how far its probabilities
+and labels are from float32's on the same pairs. --init_checkpoint (with
+--bert_config_file) serves those weights instead of random ones: a
+fine-tuned MRPC classifier makes the agreement mean something, measured
+on the first --agreement_rows MRPC dev pairs.
+
   .venv/bin/python benchmarks/bench_serving.py [--repeats=10]
+      [--precision=float32,bfloat16] [--shapes=small,base]
+      [--init_checkpoint=DIR/model.ckpt-N --bert_config_file=CONFIG.json]
 """
 
 import os
@@ -20,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
+import numpy as np
 import tensorflow as tf
 
 from official.nlp.modeling import models
@@ -27,6 +39,7 @@ from official.nlp.modeling import models
 from benchmarks import timing
 from benchmarks.shapes import SHAPES
 import modeling
+from modeling import layers
 from runner_lib.classifier import task as classifier_task
 from runner_lib.serving import modules
 import tokenization
@@ -36,6 +49,14 @@ from tests.conftest import SHARED_DATA
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("repeats", 10, "Timed calls per model and shape.")
 flags.DEFINE_string("shapes", "small,base", "Comma-separated: small, base.")
+flags.DEFINE_string("precision", "float32",
+                    "Comma-separated: float32, bfloat16 (ours only).")
+flags.DEFINE_string("init_checkpoint", None,
+                    "A classifier checkpoint to serve (with "
+                    "--bert_config_file): its shape replaces --shapes.")
+flags.DEFINE_string("bert_config_file", None, "The checkpoint's config.")
+flags.DEFINE_integer("agreement_rows", 408,
+                     "MRPC dev pairs compared between the precisions.")
 
 SEQ = 128
 
@@ -70,6 +91,44 @@ class IdsClassifier(tf.Module):
     return {"probabilities": tf.nn.softmax(logits, axis=-1)}
 
 
+def export_ours(config, vocab_file, path, precision, weights=None):
+  """Exports our classifier (random weights, or weights: a list as
+  get_weights gives, or a checkpoint prefix) computing in precision.
+
+  Returns:
+    the model's weights (get_weights()), to export the other precision with.
+  """
+  layers.set_matmul_dtype(getattr(tf, precision))
+  try:
+    model = classifier_task.ClassificationTask(config, SEQ,
+                                               ["0", "1"]).build_model()
+  finally:
+    layers.set_matmul_dtype(tf.float32)
+  if isinstance(weights, str):
+    modeling.load_checkpoint(model, weights)
+  elif weights is not None:
+    model.set_weights(weights)
+  module = modules.ClassifierModule(model, vocab_file, True, SEQ,
+                                    ["0", "1"], pair=True)
+  tf.saved_model.save(module, path, signatures=module.signatures())
+  return model.get_weights()
+
+
+def agreement(ours, ours_bf16, rows):
+  """(largest probability difference, share of equal labels) of the two
+  precisions' SavedModels on the first rows MRPC dev pairs, batch 32."""
+  a, b = sentence_pairs(rows)
+  want, got = [], []
+  for start in range(0, len(a), 32):
+    inputs = dict(text_a=tf.constant(a[start:start + 32]),
+                  text_b=tf.constant(b[start:start + 32]))
+    want.append(ours(**inputs)["probabilities"].numpy())
+    got.append(ours_bf16(**inputs)["probabilities"].numpy())
+  want, got = np.concatenate(want), np.concatenate(got)
+  return (float(np.abs(want - got).max()),
+          float((want.argmax(-1) == got.argmax(-1)).mean()), len(want))
+
+
 def main(argv):
   del argv
   vocab_file = os.path.join(SHARED_DATA, "vocab", "uncased_vocab.txt")
@@ -78,29 +137,35 @@ def main(argv):
   directory = tempfile.mkdtemp()
   preprocessor = tokenization.BertPreprocessor(vocab_file, True, SEQ)
   preprocess = tf.function(lambda a, b: preprocessor([a, b]))
-  for shape in FLAGS.shapes.split(","):
-    config = modeling.BertConfig(vocab_size=30522, type_vocab_size=2,
-                                 **SHAPES[shape])
+  precisions = FLAGS.precision.split(",")
+  if FLAGS.init_checkpoint:
+    configs = {"checkpoint": modeling.BertConfig.from_json_file(
+        FLAGS.bert_config_file)}
+  else:
+    configs = {shape: modeling.BertConfig(vocab_size=30522, type_vocab_size=2,
+                                          **SHAPES[shape])
+               for shape in FLAGS.shapes.split(",")}
+  for shape, config in configs.items():
     ours_path = os.path.join(directory, shape + "_ours")
-    model = classifier_task.ClassificationTask(config, SEQ,
-                                               ["0", "1"]).build_model()
-    module = modules.ClassifierModule(model, vocab_file, True, SEQ,
-                                      ["0", "1"], pair=True)
-    tf.saved_model.save(module, ours_path, signatures=module.signatures())
+    weights = export_ours(config, vocab_file, ours_path, "float32",
+                          FLAGS.init_checkpoint)
+    served = {"ours": tf.saved_model.load(ours_path).signatures[
+        "serving_default"]}
+    if "bfloat16" in precisions:
+      export_ours(config, vocab_file, ours_path + "_bf16", "bfloat16",
+                  weights)
+      served["ours_bf16"] = tf.saved_model.load(
+          ours_path + "_bf16").signatures["serving_default"]
     theirs_path = os.path.join(directory, shape + "_theirs")
     theirs_module = IdsClassifier(models.BertClassifier(
         reference.model_garden_encoder(config), num_classes=2))
     tf.saved_model.save(theirs_module, theirs_path,
                         signatures={"serving_default":
                                     theirs_module.serve.get_concrete_function()})
-    ours = tf.saved_model.load(ours_path).signatures["serving_default"]
     theirs = tf.saved_model.load(theirs_path).signatures["serving_default"]
     for batch in (1, 32):
       a, b = sentence_pairs(batch)
       a, b = tf.constant(a), tf.constant(b)
-
-      def run_ours(a=a, b=b):
-        return ours(text_a=a, text_b=b)["probabilities"].numpy()
 
       def run_theirs(a=a, b=b):
         inputs = preprocess(a, b)
@@ -109,15 +174,29 @@ def main(argv):
                       input_type_ids=inputs["segment_ids"])[
                           "probabilities"].numpy()
 
-      m = timing.alternated_medians({"ours": run_ours,
-                                     "model_garden": run_theirs},
-                                    FLAGS.repeats)
+      calls = {name: (lambda fn=fn, a=a, b=b: fn(text_a=a, text_b=b)[
+          "probabilities"].numpy()) for name, fn in served.items()}
+      calls["model_garden"] = run_theirs
+      m = timing.alternated_medians(calls, FLAGS.repeats)
       print("%s (L=%d H=%d) seq=%d batch=%d: ours %.1f ms (%.1f examples/s), "
             "model_garden + tokenizer %.1f ms (%.1f examples/s), ratio "
             "ours/model_garden = %.3f" %
             (shape, config.num_hidden_layers, config.hidden_size, SEQ, batch,
              1000 * m["ours"], batch / m["ours"], 1000 * m["model_garden"],
-             batch / m["model_garden"], m["model_garden"] / m["ours"]))
+             batch / m["model_garden"], m["model_garden"] / m["ours"]),
+            flush=True)
+      if "ours_bf16" in m:
+        print("%s batch=%d: ours bfloat16 %.1f ms (%.1f examples/s), ratio "
+              "ours bfloat16/ours float32 = %.3f, /model_garden = %.3f" %
+              (shape, batch, 1000 * m["ours_bf16"], batch / m["ours_bf16"],
+               m["ours"] / m["ours_bf16"],
+               m["model_garden"] / m["ours_bf16"]), flush=True)
+    if "ours_bf16" in served:
+      largest, agree, rows = agreement(served["ours"], served["ours_bf16"],
+                                       FLAGS.agreement_rows)
+      print("%s: bfloat16 vs float32 on %d MRPC dev pairs: labels agree on "
+            "%.2f%%, probabilities differ by at most %.4f" %
+            (shape, rows, 100 * agree, largest), flush=True)
 
 
 if __name__ == "__main__":

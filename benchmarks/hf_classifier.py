@@ -10,11 +10,14 @@ except LayerNorm and biases, 10% linear warm-up then linear decay, global
 norm clipped at 1.0, dropout 0.1, the last partial batch dropped), then
 evaluate dev at batch 8. --padding=longest pads each batch to its longest
 sequence (DataCollatorWithPadding's default); --padding=max_length pads
-to 128 as the original's records do. Prints one JSON line.
+to 128 as the original's records do. --bf16 runs the forward passes
+(training and dev) under torch.autocast("cpu", dtype=torch.bfloat16),
+PyTorch's own mixed precision: float32 weights and optimizer. Prints one
+JSON line.
 
   .venv-hf/bin/python benchmarks/hf_classifier.py --data_dir=DIR
       --vocab_file=VOCAB --config=CONFIG.json --weights=INIT.npz
-      [--padding=longest]
+      [--padding=longest] [--learning_rate=2e-5] [--bf16]
 """
 
 import argparse
@@ -90,6 +93,7 @@ def main():
                       default="longest")
   parser.add_argument("--learning_rate", type=float, default=2e-5)
   parser.add_argument("--seed", type=int, default=12345)
+  parser.add_argument("--bf16", action="store_true")
   args = parser.parse_args()
   started = time.perf_counter()
   torch.manual_seed(args.seed)
@@ -117,8 +121,10 @@ def main():
       num_hidden_layers=config["num_hidden_layers"],
       num_attention_heads=config["num_attention_heads"],
       intermediate_size=config["intermediate_size"],
-      # The original's tanh-approximated GELU.
-      hidden_act="gelu_new",
+      # The original's tanh-approximated GELU is HuggingFace's gelu_new;
+      # the erf form (convert_checkpoint.py's gelu_exact) its gelu.
+      hidden_act={"gelu": "gelu_new", "gelu_exact": "gelu"}[
+          config["hidden_act"]],
       hidden_dropout_prob=config["hidden_dropout_prob"],
       attention_probs_dropout_prob=config["attention_probs_dropout_prob"],
       max_position_embeddings=config["max_position_embeddings"],
@@ -144,10 +150,13 @@ def main():
       optimizer, int(0.1 * steps), steps)
   order = list(range(len(train)))
   random.shuffle(order)
+  autocast = lambda: torch.autocast("cpu", dtype=torch.bfloat16,
+                                    enabled=args.bf16)
   model.train()
   for batch in batches([train[i] for i in order], TRAIN_BATCH, collator,
                        drop_last=True):
-    loss = model(**batch).loss
+    with autocast():
+      loss = model(**batch).loss
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
@@ -156,7 +165,7 @@ def main():
 
   model.eval()
   correct = 0
-  with torch.inference_mode():
+  with torch.inference_mode(), autocast():
     for batch in batches(dev, EVAL_BATCH, collator, drop_last=False):
       logits = model(**{k: v for k, v in batch.items() if k != "labels"}
                      ).logits
