@@ -2,9 +2,13 @@
 
 The MRPC recipe's shape (BERT-Base, seq 128, batch 32, two labels), the
 same cross-entropy and AdamW with clipping on both sides, one fixed batch.
-Runs alternate; medians and the ratio are printed.
+Runs alternate; medians and the ratio are printed, for each --precision
+(bfloat16: ours as --precision=bfloat16 runs on a CPU, Model Garden under
+Keras' mixed_bfloat16); --profile=N adds where each step's time goes.
 
-  .venv/bin/python benchmarks/bench_classifier.py [--repeats=5] [--small]
+  .venv/bin/python benchmarks/bench_classifier.py [--repeats=5]
+      [--shape=base|small|minilm] [--precision=float32,bfloat16]
+      [--profile=3]
 """
 
 import os
@@ -17,13 +21,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 import tensorflow as tf
+import tf_keras
 
 from official.nlp.modeling import models
 
 from benchmarks import model_garden
+from benchmarks import op_profile
 from benchmarks import timing
 from benchmarks import train_steps
 import modeling
+from modeling import layers
 from runner_lib.classifier import task as classifier
 from runner_lib.core import training
 from tests import reference
@@ -31,39 +38,85 @@ from tests import reference
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("repeats", 5, "Timed steps per model.")
 flags.DEFINE_bool("small", False, "L=4 H=256 instead of BERT-Base.")
+flags.DEFINE_enum("shape", "base", ["base", "small", "minilm"],
+                  "BERT-Base, L=4 H=256 (as --small), or all-MiniLM-L6-v2's "
+                  "L=6 H=384.")
 flags.DEFINE_bool("jit_compile", False, "XLA on both sides.")
+flags.DEFINE_string("precision", "float32",
+                    "Comma-separated: float32, bfloat16 (ours as "
+                    "--precision=bfloat16 runs it, Model Garden under "
+                    "Keras' mixed_bfloat16).")
+flags.DEFINE_integer("profile", 0,
+                     "Also trace this many steps of each and list the op "
+                     "types taking the most time.")
+
+SHAPES = {"base": {},
+          "small": dict(hidden_size=256, num_hidden_layers=4,
+                        num_attention_heads=4, intermediate_size=1024),
+          "minilm": dict(hidden_size=384, num_hidden_layers=6,
+                         num_attention_heads=12, intermediate_size=1536)}
+
+
+def steps(config, batch, precision):
+  """{"ours": step, "model_garden": step} computing in precision."""
+  seq_length = batch["input_ids"].shape[1]
+  task = classifier.ClassificationTask(config, seq_length, ["0", "1"])
+  compute = getattr(tf, precision)
+  layers.set_matmul_dtype(compute)
+  try:
+    trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
+                               task.loss, tempfile.mkdtemp(), 2e-5, 10000, 100,
+                               jit_compile=FLAGS.jit_compile,
+                               fused_update=precision != "float32")
+  finally:
+    layers.set_matmul_dtype(tf.float32)
+  ours = tf.function(lambda: trainer.train_step(batch))
+  tf_keras.mixed_precision.set_global_policy(
+      "float32" if precision == "float32" else "mixed_" + precision)
+  try:
+    theirs_model = models.BertClassifier(
+        reference.model_garden_encoder(config), num_classes=2,
+        dropout_rate=0.1)
+    theirs = model_garden.train_step(
+        theirs_model, batch,
+        lambda logits: tf.reduce_mean(task.per_example_loss(
+            tf.cast(logits, tf.float32), batch["label_ids"])),
+        2e-5, FLAGS.jit_compile)
+    float(theirs())  # Built and traced under the policy.
+  finally:
+    tf_keras.mixed_precision.set_global_policy("float32")
+  return {"ours": lambda: float(ours()), "model_garden": lambda: float(theirs())}
 
 
 def main(argv):
   del argv
-  fields = (dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
-                 intermediate_size=1024) if FLAGS.small else {})
-  config = modeling.BertConfig(vocab_size=30522, type_vocab_size=2, **fields)
+  shape = "small" if FLAGS.small else FLAGS.shape
+  config = modeling.BertConfig(vocab_size=30522, type_vocab_size=2,
+                               **SHAPES[shape])
   batch_size, seq_length = 32, 128
   batch = train_steps.classifier_batch(batch_size, seq_length, 40)
-
-  task = classifier.ClassificationTask(config, seq_length, ["0", "1"])
-  trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
-                             task.loss, tempfile.mkdtemp(), 2e-5, 10000, 100,
-                             jit_compile=FLAGS.jit_compile)
-  ours = tf.function(lambda: trainer.train_step(batch))
-
-  theirs_model = models.BertClassifier(reference.model_garden_encoder(config),
-                                       num_classes=2, dropout_rate=0.1)
-  theirs = model_garden.train_step(
-      theirs_model, batch,
-      lambda logits: tf.reduce_mean(
-          task.per_example_loss(logits, batch["label_ids"])),
-      2e-5, FLAGS.jit_compile)
-
-  m = timing.alternated_medians(
-      {"ours": lambda: float(ours()), "model_garden": lambda: float(theirs())},
-      FLAGS.repeats)
-  print("L=%d H=%d seq=%d batch=%d xla=%s: ours %.1f examples/s, "
-        "model_garden %.1f examples/s, ratio ours/model_garden = %.3f" %
-        (config.num_hidden_layers, config.hidden_size, seq_length, batch_size,
-         FLAGS.jit_compile, batch_size / m["ours"],
-         batch_size / m["model_garden"], m["model_garden"] / m["ours"]))
+  ours = {}
+  for precision in FLAGS.precision.split(","):
+    runs = steps(config, batch, precision)
+    m = timing.alternated_medians(runs, FLAGS.repeats)
+    ours[precision] = m["ours"]
+    print("L=%d H=%d seq=%d batch=%d xla=%s %s: ours %.1f examples/s, "
+          "model_garden %.1f examples/s, ratio ours/model_garden = %.3f" %
+          (config.num_hidden_layers, config.hidden_size, seq_length,
+           batch_size, FLAGS.jit_compile, precision, batch_size / m["ours"],
+           batch_size / m["model_garden"], m["model_garden"] / m["ours"]),
+          flush=True)
+    for name, step in runs.items() if FLAGS.profile else ():
+      times = op_profile.op_times(step, FLAGS.profile)
+      total = sum(times.values())
+      print("  %s %s: %.1f ms of op time per step" % (name, precision,
+                                                      1000 * total))
+      for op, seconds in sorted(times.items(), key=lambda x: -x[1])[:12]:
+        print("    %-40s %8.2f ms  %5.1f%%" % (op[-40:], 1000 * seconds,
+                                              100 * seconds / total))
+  if len(ours) == 2:
+    print("ours bfloat16 / ours float32 = %.2fx" %
+          (ours["float32"] / ours["bfloat16"]))
 
 
 if __name__ == "__main__":

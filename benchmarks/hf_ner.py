@@ -130,6 +130,12 @@ def main():
   parser.add_argument("--dropout", type=float, default=0.1,
                       help="Dropout rate everywhere (the original's 0.1).")
   parser.add_argument(
+      "--classifier_init", choices=("normal", "truncated_normal"),
+      default="normal",
+      help="normal: HuggingFace's normal(0, initializer_range); "
+      "truncated_normal: the original's (run_ner.py's) tf.truncated_normal "
+      "with that stddev, cut at two of them (its spread is 0.88x).")
+  parser.add_argument(
       "--deterministic", action="store_true",
       help="For a step-by-step comparison with run_ner.py run the same "
       "way: no dropout, the classifier layer starting at zero, batches in "
@@ -154,6 +160,11 @@ def main():
   model = transformers.BertForTokenClassification.from_pretrained(
       args.model_dir, num_labels=len(labels), hidden_dropout_prob=dropout,
       attention_probs_dropout_prob=dropout)
+  if args.classifier_init == "truncated_normal":
+    std = model.config.initializer_range
+    with torch.no_grad():
+      torch.nn.init.trunc_normal_(model.classifier.weight, std=std,
+                                  a=-2 * std, b=2 * std)
   if args.deterministic:
     with torch.no_grad():
       model.classifier.weight.zero_()

@@ -9,12 +9,8 @@ plane's op events are summed by op type.
       [--steps=5] [--top=15] [--precision=bfloat16]
 """
 
-import collections
-import glob
 import os
-import re
 import sys
-import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -23,8 +19,8 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 import tensorflow as tf
 import tf_keras
-from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
+from benchmarks import op_profile
 from benchmarks import train_steps
 import modeling
 
@@ -39,44 +35,6 @@ flags.DEFINE_bool("jit_compile", False, "XLA on both sides.")
 flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16"],
                   "Compute precision: ours as --precision runs it, "
                   "Model Garden under Keras' mixed policy.")
-
-
-# Events that hold the op events rather than run an op.
-_ENCLOSING = ("Process", "Run", "ExecutorState::Process")
-
-
-def op_times(step, steps, by_name=False):
-  """dict op type (or, by_name, op name with layer_N for every layer's
-  number) -> seconds per step, from a trace of `steps` calls."""
-  for _ in range(3):
-    float(step())
-  logdir = tempfile.mkdtemp()
-  tf.profiler.experimental.start(logdir)
-  for _ in range(steps):
-    float(step())
-  tf.profiler.experimental.stop()
-  space = xplane_pb2.XSpace()
-  with open(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"),
-                      recursive=True)[0], "rb") as f:
-    space.ParseFromString(f.read())
-  totals = collections.Counter()
-  for plane in space.planes:
-    if plane.name != "/host:CPU":
-      continue
-    for line in plane.lines:
-      for event in line.events:
-        name = plane.event_metadata[event.metadata_id].name
-        # Executor op events are "op_name:OpType"; the function and
-        # executor events enclosing them are left out.
-        if ":" not in name or name.startswith(("Iterator", "$", " ")):
-          continue
-        op_name, op_type = [part.strip() for part in name.rsplit(":", 1)]
-        if op_type not in _ENCLOSING and not op_type.startswith(
-            "__inference"):
-          key = ("%s (%s)" % (re.sub(r"layer_\d+", "layer_N", op_name),
-                              op_type) if by_name else op_type)
-          totals[key] += event.duration_ps * 1e-12
-  return {op: seconds / steps for op, seconds in totals.items()}
 
 
 def main(argv):
@@ -99,7 +57,7 @@ def main(argv):
   float(steps["model_garden"]())  # Built and traced under the policy.
   tf_keras.mixed_precision.set_global_policy("float32")
   for name, step in steps.items():
-    times = op_times(step, FLAGS.steps, FLAGS.by_name)
+    times = op_profile.op_times(step, FLAGS.steps, FLAGS.by_name)
     total = sum(times.values())
     print("%s (L=%d H=%d batch=%d seq=%d): %.1f ms of op time per step "
           "(summed over threads)" % (name, config.num_hidden_layers,

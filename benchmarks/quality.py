@@ -24,12 +24,13 @@ the original's optimizer and schedule (benchmarks/hf_ner.py), scored here
 by the same seqeval code; `peer_hf_schedule` the same with HuggingFace's
 linear schedule, which decays from the peak at the end of warm-up (1.11x
 the original's rate after warm-up on this recipe), as the peer quoted in
-issue 26 did. It prints each run, then per task and path the mean and
-spread (max - min) over seeds and the default path's difference from the
-full-length one, beside the HuggingFace peer's numbers quoted from issue 26
-(MRPC: not rerun here). Runs whose eval_results.txt
-is already in --work_dir are read, not rerun, so an interrupted benchmark
-resumes. Each run takes minutes on 2 cores: 12 runs take about an hour.
+issue 26 did; `peer_truncated_head` the peer with its tagger initialised
+as ours is (the original's truncated normal). It prints each run, then per
+task and path the mean and spread (max - min) over seeds and the default
+path's difference from the full-length one, beside the HuggingFace peer's
+numbers quoted from issue 26 (MRPC: not rerun here). Runs whose
+eval_results.txt is already in --work_dir are read, not rerun, so an
+interrupted benchmark resumes. Each run takes minutes on 2 cores: 12 runs take about an hour.
 
   .venv/bin/python benchmarks/quality.py [--seeds=12345,2,3]
       [--tasks=mrpc,ner] [--paths=default,notrim] [--work_dir=DIR]
@@ -129,7 +130,12 @@ def ner_data_dir():
 
 
 HF_PYTHON = os.path.join(ROOT, ".venv-hf", "bin", "python")
-PEER_PATHS = {"peer": "original", "peer_hf_schedule": "huggingface"}
+# path -> hf_ner.py flags.
+PEER_PATHS = {
+    "peer": ["--schedule=original"],
+    "peer_hf_schedule": ["--schedule=huggingface"],
+    "peer_truncated_head": ["--schedule=original",
+                            "--classifier_init=truncated_normal"]}
 
 
 def ner_sentences():
@@ -158,7 +164,7 @@ def run_peer(seed, path, output_dir):
       [HF_PYTHON, os.path.join(ROOT, "benchmarks", "hf_ner.py"),
        "--sentences=" + ner_sentences(), "--model_dir=" + packaged_model_dir(),
        "--output=" + predictions, "--seed=%s" % seed,
-       "--optimizer=original", "--schedule=" + PEER_PATHS[path]],
+       "--optimizer=original"] + PEER_PATHS[path],
       capture_output=True, text=True)
   if result.returncode:
     sys.exit("ner %s seed %s failed:\n%s" % (path, seed,
