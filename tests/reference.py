@@ -213,6 +213,15 @@ def write_tf1_checkpoint(prefix, weights):
   return prefix
 
 
+def model_garden_activation(hidden_act):
+  """Model Garden's activation for a BertConfig's hidden_act: its "gelu"
+  is the original's tanh form; our "gelu_exact" (HuggingFace's "gelu",
+  all-MiniLM-L6-v2's) is the erf form, which it has no name for."""
+  if hidden_act == "gelu_exact":
+    return lambda x: tf.nn.gelu(x, approximate=False)
+  return tf_utils.get_activation(hidden_act)
+
+
 def model_garden_encoder(config):
   """tf-models-official's BertEncoder built from a BertConfig."""
   return networks.BertEncoder(
@@ -221,7 +230,7 @@ def model_garden_encoder(config):
       num_layers=config.num_hidden_layers,
       num_attention_heads=config.num_attention_heads,
       intermediate_size=config.intermediate_size,
-      activation=tf_utils.get_activation(config.hidden_act),
+      activation=model_garden_activation(config.hidden_act),
       dropout_rate=config.hidden_dropout_prob,
       attention_dropout_rate=config.attention_probs_dropout_prob,
       max_sequence_length=config.max_position_embeddings,
