@@ -4,10 +4,16 @@ The MRPC recipe's shape (BERT-Base, seq 128, batch 32, two labels), the
 same cross-entropy and AdamW with clipping on both sides, one fixed batch.
 Runs alternate; medians and the ratio are printed, for each --precision
 (bfloat16: ours as --precision=bfloat16 runs on a CPU, Model Garden under
-Keras' mixed_bfloat16); --profile=N adds where each step's time goes.
+Keras' mixed_bfloat16; onednn_amp: both float32 models under TensorFlow's
+auto_mixed_precision_onednn_bfloat16 graph rewrite, ours with the fused
+update as in bfloat16; it stays on for the rest of the process, so list
+it last); --profile=N adds where each step's time goes. oneDNN's float32
+math mode is an environment variable read at start: run the benchmark
+under TF_SET_ONEDNN_FPMATH_MODE=BF16 to time float32 matmuls computed in
+bfloat16.
 
   .venv/bin/python benchmarks/bench_classifier.py [--repeats=5]
-      [--shape=base|small|minilm] [--precision=float32,bfloat16]
+      [--shape=base|small|minilm] [--precision=float32,bfloat16,onednn_amp]
       [--profile=3]
 """
 
@@ -45,7 +51,9 @@ flags.DEFINE_bool("jit_compile", False, "XLA on both sides.")
 flags.DEFINE_string("precision", "float32",
                     "Comma-separated: float32, bfloat16 (ours as "
                     "--precision=bfloat16 runs it, Model Garden under "
-                    "Keras' mixed_bfloat16).")
+                    "Keras' mixed_bfloat16), onednn_amp (float32 models "
+                    "under the auto_mixed_precision_onednn_bfloat16 "
+                    "rewrite; last).")
 flags.DEFINE_integer("profile", 0,
                      "Also trace this many steps of each and list the op "
                      "types taking the most time.")
@@ -61,7 +69,10 @@ def steps(config, batch, precision):
   """{"ours": step, "model_garden": step} computing in precision."""
   seq_length = batch["input_ids"].shape[1]
   task = classifier.ClassificationTask(config, seq_length, ["0", "1"])
-  compute = getattr(tf, precision)
+  if precision == "onednn_amp":
+    tf.config.optimizer.set_experimental_options(
+        {"auto_mixed_precision_onednn_bfloat16": True})
+  compute = tf.bfloat16 if precision == "bfloat16" else tf.float32
   layers.set_matmul_dtype(compute)
   try:
     trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
@@ -72,7 +83,7 @@ def steps(config, batch, precision):
     layers.set_matmul_dtype(tf.float32)
   ours = tf.function(lambda: trainer.train_step(batch))
   tf_keras.mixed_precision.set_global_policy(
-      "float32" if precision == "float32" else "mixed_" + precision)
+      "mixed_bfloat16" if precision == "bfloat16" else "float32")
   try:
     theirs_model = models.BertClassifier(
         reference.model_garden_encoder(config), num_classes=2,
@@ -114,9 +125,10 @@ def main(argv):
       for op, seconds in sorted(times.items(), key=lambda x: -x[1])[:12]:
         print("    %-40s %8.2f ms  %5.1f%%" % (op[-40:], 1000 * seconds,
                                               100 * seconds / total))
-  if len(ours) == 2:
-    print("ours bfloat16 / ours float32 = %.2fx" %
-          (ours["float32"] / ours["bfloat16"]))
+  for precision in ours if "float32" in ours else ():
+    if precision != "float32":
+      print("ours %s / ours float32 = %.2fx" %
+            (precision, ours["float32"] / ours[precision]))
 
 
 if __name__ == "__main__":
