@@ -35,6 +35,7 @@ from benchmarks import model_garden
 from benchmarks import op_profile
 from benchmarks import timing
 from benchmarks import train_steps
+from benchmarks.shapes import SHAPES
 import modeling
 from modeling import layers
 from runner_lib.classifier import task as classifier
@@ -57,12 +58,6 @@ flags.DEFINE_string("precision", "float32",
 flags.DEFINE_integer("profile", 0,
                      "Also trace this many steps of each and list the op "
                      "types taking the most time.")
-
-SHAPES = {"base": {},
-          "small": dict(hidden_size=256, num_hidden_layers=4,
-                        num_attention_heads=4, intermediate_size=1024),
-          "minilm": dict(hidden_size=384, num_hidden_layers=6,
-                         num_attention_heads=12, intermediate_size=1536)}
 
 
 def steps(config, batch, precision):
@@ -119,12 +114,9 @@ def main(argv):
           flush=True)
     for name, step in runs.items() if FLAGS.profile else ():
       times = op_profile.op_times(step, FLAGS.profile)
-      total = sum(times.values())
-      print("  %s %s: %.1f ms of op time per step" % (name, precision,
-                                                      1000 * total))
-      for op, seconds in sorted(times.items(), key=lambda x: -x[1])[:12]:
-        print("    %-40s %8.2f ms  %5.1f%%" % (op[-40:], 1000 * seconds,
-                                              100 * seconds / total))
+      print("  %s %s: %.1f ms of op time per step" % (
+          name, precision, 1000 * sum(times.values())))
+      op_profile.print_top(times, 12, width=40, indent="    ")
   for precision in ours if "float32" in ours else ():
     if precision != "float32":
       print("ours %s / ours float32 = %.2fx" %

@@ -46,3 +46,12 @@ def op_times(step, steps, by_name=False):
                               op_type) if by_name else op_type)
           totals[key] += event.duration_ps * 1e-12
   return {op: seconds / steps for op, seconds in totals.items()}
+
+
+def print_top(times, top, width, indent):
+  """Prints the `top` ops of op_times' dict, slowest first: name (its
+  last `width` characters), ms per step and share of the step's op time."""
+  total = sum(times.values())
+  for op, seconds in sorted(times.items(), key=lambda x: -x[1])[:top]:
+    print("%s%-*s %8.2f ms  %5.1f%%" % (indent, width, op[-width:],
+                                       1000 * seconds, 100 * seconds / total))

@@ -63,10 +63,7 @@ def main(argv):
           "(summed over threads)" % (name, config.num_hidden_layers,
                                      config.hidden_size, batch_size,
                                      seq_length, 1000 * total))
-    for op, seconds in sorted(times.items(), key=lambda x: -x[1])[
-        :FLAGS.top]:
-      print("  %-60s %8.2f ms  %5.1f%%" % (op[-60:], 1000 * seconds,
-                                          100 * seconds / total))
+    op_profile.print_top(times, FLAGS.top, width=60, indent="  ")
 
 
 if __name__ == "__main__":

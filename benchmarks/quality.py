@@ -30,7 +30,8 @@ task and path the mean and spread (max - min) over seeds and the default
 path's difference from the full-length one, beside the HuggingFace peer's
 numbers quoted from issue 26 (MRPC: not rerun here). Runs whose
 eval_results.txt is already in --work_dir are read, not rerun, so an
-interrupted benchmark resumes. Each run takes minutes on 2 cores: 12 runs take about an hour.
+interrupted benchmark resumes. Each run takes minutes on 2 cores: 12 runs
+take about an hour.
 
   .venv/bin/python benchmarks/quality.py [--seeds=12345,2,3]
       [--tasks=mrpc,ner] [--paths=default,notrim] [--work_dir=DIR]
