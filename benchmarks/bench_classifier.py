@@ -55,6 +55,12 @@ flags.DEFINE_string("precision", "float32",
                     "Keras' mixed_bfloat16), onednn_amp (float32 models "
                     "under the auto_mixed_precision_onednn_bfloat16 "
                     "rewrite; last).")
+flags.register_validator(
+    "precision",
+    lambda value: set(value.split(",")) <= {"float32", "bfloat16",
+                                            "onednn_amp"},
+    "--precision takes a comma-separated list of float32, bfloat16, "
+    "onednn_amp.")
 flags.DEFINE_integer("profile", 0,
                      "Also trace this many steps of each and list the op "
                      "types taking the most time.")
