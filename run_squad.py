@@ -137,19 +137,20 @@ def main(_):
   if FLAGS.do_train:
     train_file = os.path.join(FLAGS.output_dir, "train.tf_record")
     logging.info("***** Running training *****")
-    features.write_features(train_examples, tokenizer, FLAGS.max_seq_length,
-                            FLAGS.doc_stride, FLAGS.max_query_length, True,
-                            train_file)
+    num_train_records, _ = features.write_features(
+        train_examples, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride,
+        FLAGS.max_query_length, True, train_file)
     logging.info("  Batch size = %d", FLAGS.train_batch_size)
     logging.info("  Num steps = %d", num_train_steps)
     del train_examples
     trainer.train(runner_flags.training_dataset_fn(
-        task, strategy, train_file, per_replica), FLAGS.train_batch_size)
+        task, strategy, train_file, per_replica, num_train_records),
+                  FLAGS.train_batch_size)
 
   if FLAGS.do_predict:
     eval_file = os.path.join(FLAGS.output_dir, "eval.tf_record")
     logging.info("***** Running predictions *****")
-    eval_features = features.write_features(
+    _, eval_features = features.write_features(
         eval_examples, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride,
         FLAGS.max_query_length, False, eval_file)
     logging.info("  Batch size = %d", FLAGS.predict_batch_size)

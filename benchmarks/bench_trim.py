@@ -212,9 +212,8 @@ def squad_training(shape, config, tokenizer, directory):
                       "train-v1.1.subset-University_of_Notre_Dame.json")
   examples, _ = squad_data.read_squad_examples(path, True, False)
   train = os.path.join(directory, "squad_train.tf_record")
-  squad_features.write_features(examples, tokenizer, 384, 128, 64, True,
-                                train)
-  count = sum(1 for _ in tf.data.TFRecordDataset(train))
+  count, _ = squad_features.write_features(examples, tokenizer, 384, 128,
+                                           64, True, train)
   task = squad_task.SquadTask(config, 384)
   steps = 4 * math.ceil(count / BATCH)
 

@@ -418,7 +418,7 @@ def train_on_records(trainer, task, train_file, num_examples, per_replica):
     trainer: training.Trainer, from finetuning_trainer.
     task: core/task.Task, the records' schema.
     train_file: str, the TFRecord file.
-    num_examples: int, for the log.
+    num_examples: int, the records in train_file.
     per_replica: int, the per-replica batch (check_finetuning_flags).
   """
   logging.info("***** Running training *****")
@@ -426,16 +426,20 @@ def train_on_records(trainer, task, train_file, num_examples, per_replica):
   logging.info("  Batch size = %d", FLAGS.train_batch_size)
   logging.info("  Num steps = %d", trainer.num_train_steps)
   trainer.train(training_dataset_fn(task, trainer.strategy, train_file,
-                                    per_replica), FLAGS.train_batch_size)
+                                    per_replica, num_examples),
+                FLAGS.train_batch_size)
 
 
-def training_dataset_fn(task, strategy, train_file, per_replica):
-  """input_pipeline.training_dataset_fn for a record file, trimmed and
+def training_dataset_fn(task, strategy, train_file, per_replica,
+                        num_records):
+  """input_pipeline.training_dataset_fn for a record file of num_records
+  records, read in epochs (each a permutation of all of them), trimmed and
   bucketed as --trim_padding and --bucket_by_length say."""
   trim = trim_features(task, strategy, True)
   return input_pipeline.training_dataset_fn(
       [train_file], task.name_to_features(True), per_replica, FLAGS.seed,
-      trim=trim, bucket_by_length=bool(trim) and FLAGS.bucket_by_length)
+      trim=trim, bucket_by_length=bool(trim) and FLAGS.bucket_by_length,
+      num_records=num_records)
 
 
 def predict_on_records(trainer, task, path, num_records, batch_size,

@@ -329,8 +329,9 @@ def write_features(examples, tokenizer, max_seq_length, doc_stride,
   their records at path (atomically).
 
   Returns:
-    list of InputFeatures (empty in training, where only the records are
-    needed and the features could be many).
+    (count, features): int, the records written; list of InputFeatures
+    (empty in training, where only the records are needed and the
+    features could be many).
   """
   kept = []
   with tfrecord_writer.RoundRobinWriter([path]) as writer:
@@ -345,4 +346,4 @@ def write_features(examples, tokenizer, max_seq_length, doc_stride,
         is_training, output_fn)
   logging.info("  Num orig examples = %d", len(examples))
   logging.info("  Num split examples = %d", count)
-  return kept
+  return count, kept
