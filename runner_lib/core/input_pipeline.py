@@ -98,8 +98,8 @@ def record_dataset(files, is_training, seed, input_context=None,
   shuffled and repeated, records shuffled within SHUFFLE_BUFFER. There a
   record's count varies (2 epochs of 2000 records in file order: 16% seen
   once, 17% three times, 9 never) and the first steps see only the file's
-  first records; on CoNLL-2003 NER from real weights that cost 1 point of
-  F1 over six seeds (README, Results from real pre-trained weights).
+  first records. From real weights the change moved six-seed means within
+  the seeds' spread (README, Results from real pre-trained weights).
 
   Args:
     files: list of str.
