@@ -89,7 +89,7 @@ def test_input_pipelines_share_each_epoch(tmp_path):
 def test_runner_batches_see_each_record_once_per_epoch(tmp_path):
   # The runners' dataset_fn, trimmed.
   path = str(tmp_path / "train.tf_record")
-  lengths = np.random.RandomState(0).randint(2, 48, 64)
+  lengths = np.random.RandomState(0).randint(2, 24, 64)
   with tf.io.TFRecordWriter(path) as writer:
     for i, length in enumerate(lengths):
       mask = [1] * int(length) + [0] * (48 - int(length))
