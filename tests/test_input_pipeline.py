@@ -44,7 +44,7 @@ def test_epochs_permute_every_record_afresh(tmp_path):
     assert sorted(epoch) == list(range(50))
   assert len({tuple(e) for e in epochs}) == 4
   # Not the file's order, and the first steps reach the file's end.
-  assert epochs[0] != list(range(50)) and max(epochs[0][:10]) >= 40
+  assert epochs[0] != list(range(50)) and max(epochs[0][:25]) >= 25
   # Seeded: the same order again, and a resumed run skips into it.
   assert indexes(input_pipeline.record_dataset(
       [path], True, 3, num_records=50), 200) == read
@@ -89,7 +89,7 @@ def test_input_pipelines_share_each_epoch(tmp_path):
 def test_runner_batches_see_each_record_once_per_epoch(tmp_path):
   # The runners' dataset_fn, trimmed.
   path = str(tmp_path / "train.tf_record")
-  lengths = np.random.RandomState(0).randint(2, 24, 64)
+  lengths = np.random.RandomState(0).randint(2, 17, 64)
   with tf.io.TFRecordWriter(path) as writer:
     for i, length in enumerate(lengths):
       mask = [1] * int(length) + [0] * (48 - int(length))
@@ -100,7 +100,9 @@ def test_runner_batches_see_each_record_once_per_epoch(tmp_path):
   dataset_fn = input_pipeline.training_dataset_fn(
       [path], spec, 8, 7, trim=("input_mask",), num_records=64)
   batches = list(dataset_fn(tf.distribute.InputContext(), 0).take(24))
-  assert len({b["input_mask"].shape[1] for b in batches}) > 1
+  # Trimmed: every batch cut to 16 of the records' 48 positions (in any
+  # order the shuffle takes; TensorFlow's global seed changes it).
+  assert {b["input_mask"].shape[1] for b in batches} == {16}
   seen = np.concatenate([b["index"].numpy() for b in batches])
   for epoch in range(3):
     assert sorted(seen[epoch * 64:(epoch + 1) * 64]) == list(range(64))
