@@ -136,6 +136,15 @@ def main():
       "truncated_normal: the original's (run_ner.py's) tf.truncated_normal "
       "with that stddev, cut at two of them (its spread is 0.88x).")
   parser.add_argument(
+      "--classifier_weights",
+      help="An .npz of weight [num_labels, H] and bias [num_labels] to "
+      "start the classifier layer from (run_ner.py's output_weights and "
+      "output_bias), for runs paired with ours.")
+  parser.add_argument(
+      "--keep_order", action="store_true",
+      help="Batches in the order of the train sentences, not reshuffled "
+      "(for runs paired with run_ner.py reading the same order).")
+  parser.add_argument(
       "--deterministic", action="store_true",
       help="For a step-by-step comparison with run_ner.py run the same "
       "way: no dropout, the classifier layer starting at zero, batches in "
@@ -165,6 +174,11 @@ def main():
     with torch.no_grad():
       torch.nn.init.trunc_normal_(model.classifier.weight, std=std,
                                   a=-2 * std, b=2 * std)
+  if args.classifier_weights:
+    start = np.load(args.classifier_weights)
+    with torch.no_grad():
+      model.classifier.weight.copy_(torch.from_numpy(start["weight"]))
+      model.classifier.bias.copy_(torch.from_numpy(start["bias"]))
   if args.deterministic:
     with torch.no_grad():
       model.classifier.weight.zero_()
@@ -199,7 +213,7 @@ def main():
     if args.deterministic:
       order = [(step * args.batch_size + i) % len(train)
                for i in range(args.batch_size)]
-    else:
+    elif not args.keep_order:
       random.shuffle(order)
     for start in range(0, len(order), args.batch_size):
       if step == steps:
