@@ -13,8 +13,9 @@ settings (weight decay 0.01 except LayerNorm and biases, epsilon 1e-6, 10%
 linear warm-up then linear decay, global norm clipped at 1.0) in PyTorch's
 AdamW (with Adam's bias correction); --optimizer=original takes the
 original's update instead (no bias correction), to tell the two apart.
-Batches are reshuffled each epoch and the last partial batch is kept
-(HuggingFace Trainer's defaults). Writes the dev tags predicted (a word
+Batches are reshuffled each epoch (--keep_order: in the sentences'
+order) and the last partial batch is kept (HuggingFace Trainer's
+defaults). Writes the dev tags predicted (a word
 cut off by truncation gets "O") as JSON to --output for quality.py to
 score with the project's seqeval scorer.
 
@@ -175,10 +176,16 @@ def main():
       torch.nn.init.trunc_normal_(model.classifier.weight, std=std,
                                   a=-2 * std, b=2 * std)
   if args.classifier_weights:
-    start = np.load(args.classifier_weights)
+    initial = dict(np.load(args.classifier_weights))
+    for name, shape in (("weight", model.classifier.weight.shape),
+                        ("bias", model.classifier.bias.shape)):
+      if name not in initial or initial[name].shape != tuple(shape):
+        parser.error("--classifier_weights=%s: needs %s of shape %s (has %s)"
+                     % (args.classifier_weights, name, tuple(shape),
+                        {k: v.shape for k, v in initial.items()}))
     with torch.no_grad():
-      model.classifier.weight.copy_(torch.from_numpy(start["weight"]))
-      model.classifier.bias.copy_(torch.from_numpy(start["bias"]))
+      model.classifier.weight.copy_(torch.from_numpy(initial["weight"]))
+      model.classifier.bias.copy_(torch.from_numpy(initial["bias"]))
   if args.deterministic:
     with torch.no_grad():
       model.classifier.weight.zero_()
