@@ -30,25 +30,25 @@ demo: $(VENV_STAMP)
 	bash demo/run_demo.sh
 
 benchmark: $(VENV_STAMP)
-	$(PYTHON) benchmarks/bench_encoder.py
-	$(PYTHON) benchmarks/bench_tokenizer.py
-	$(PYTHON) benchmarks/bench_pretraining.py
-	$(PYTHON) benchmarks/bench_classifier.py
-	$(PYTHON) benchmarks/bench_squad.py
-	$(PYTHON) benchmarks/bench_swag.py
-	$(PYTHON) benchmarks/bench_ner.py
-	$(PYTHON) benchmarks/bench_serving.py
-	$(PYTHON) benchmarks/bench_trim.py
-	$(PYTHON) benchmarks/bench_extract_features.py
-	$(PYTHON) benchmarks/bench_create_pretraining_data.py
-	$(PYTHON) benchmarks/bench_learn_vocab.py
-	$(PYTHON) benchmarks/quality.py
+	$(PYTHON) benchmarks/speed/bench_encoder.py
+	$(PYTHON) benchmarks/speed/bench_tokenizer.py
+	$(PYTHON) benchmarks/speed/bench_pretraining.py
+	$(PYTHON) benchmarks/speed/bench_classifier.py
+	$(PYTHON) benchmarks/speed/bench_squad.py
+	$(PYTHON) benchmarks/speed/bench_swag.py
+	$(PYTHON) benchmarks/speed/bench_ner.py
+	$(PYTHON) benchmarks/speed/bench_serving.py
+	$(PYTHON) benchmarks/speed/bench_trim.py
+	$(PYTHON) benchmarks/speed/bench_extract_features.py
+	$(PYTHON) benchmarks/speed/bench_create_pretraining_data.py
+	$(PYTHON) benchmarks/speed/bench_learn_vocab.py
+	$(PYTHON) benchmarks/quality/quality.py
 
 # Fine-tuning results from real pre-trained weights (all-MiniLM-L6-v2):
 # MRPC and CoNLL-2003 NER over 3 seeds, the default path against the
 # full-length one (about an hour on 2 cores).
 quality: $(VENV_STAMP)
-	$(PYTHON) benchmarks/quality.py
+	$(PYTHON) benchmarks/quality/quality.py
 
 # PyTorch (the CPU build this machine keeps on disk for pip) and
 # HuggingFace transformers, for bench_hf_classifier.py's other side only:
@@ -68,9 +68,9 @@ quality: $(VENV_STAMP)
 .venv-hf-tf: .venv-hf/.installed-tf
 
 check-hf-reader: $(VENV_STAMP) .venv-hf/.installed-tf
-	$(PYTHON) benchmarks/check_hf_reader.py
+	$(PYTHON) benchmarks/checks/check_hf_reader.py
 
 .venv-hf: .venv-hf/.installed
 
 benchmark-hf: $(VENV_STAMP) .venv-hf/.installed
-	$(PYTHON) benchmarks/bench_hf_classifier.py
+	$(PYTHON) benchmarks/speed/bench_hf_classifier.py

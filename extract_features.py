@@ -25,6 +25,7 @@ from runner_lib.core import fileio
 from runner_lib.core import flags as runner_flags
 from runner_lib.core import precision
 from runner_lib.core import predict
+from runner_lib.core import runner
 from runner_lib.extraction import data
 from runner_lib.extraction import jsonl
 
@@ -91,7 +92,7 @@ def main(_):
     # encoder can skip the padding.
     model = modeling.BertModel(
         config, use_one_hot_embeddings=FLAGS.use_one_hot_embeddings,
-        skip_padding=runner_flags.trims(strategy))
+        skip_padding=runner.trims(strategy))
   # The flag, not the prefix check_flags found: in a directory, a damaged
   # newest data file falls back to the checkpoint before it.
   modeling.load_checkpoint(model, FLAGS.init_checkpoint)
@@ -104,7 +105,7 @@ def main(_):
   # Only each example's own tokens are written, so a batch can stop after
   # its longest (in input order: the lines are written as they come).
   trim = (("input_ids", "input_mask", "segment_ids")
-          if runner_flags.trims(strategy) else ())
+          if runner.trims(strategy) else ())
   examples = data.read_examples(FLAGS.input_file)
   num_written = 0
   with fileio.atomic_output(FLAGS.output_file) as writer:

@@ -23,6 +23,7 @@ from runner_lib.classifier import predictions
 from runner_lib.classifier import task as classifier_task
 from runner_lib.core import distribute
 from runner_lib.core import flags as runner_flags
+from runner_lib.core import runner
 
 FLAGS = flags.FLAGS
 
@@ -44,15 +45,15 @@ def main(_):
       config, FLAGS.max_seq_length, processor.get_labels(), processor.METRICS)
   train_examples = (processor.get_train_examples(FLAGS.data_dir)
                     if FLAGS.do_train else [])
-  trainer = runner_flags.finetuning_trainer(strategy, task,
-                                            len(train_examples))
+  trainer = runner.finetuning_trainer(strategy, task,
+                                      len(train_examples))
 
   if FLAGS.do_train:
     train_file = os.path.join(FLAGS.output_dir, "train.tf_record")
     features.write_features(train_examples, task.label_list,
                             FLAGS.max_seq_length, tokenizer, train_file)
-    runner_flags.train_on_records(trainer, task, train_file,
-                                  len(train_examples), per_replica)
+    runner.train_on_records(trainer, task, train_file,
+                            len(train_examples), per_replica)
 
   if FLAGS.do_eval:
     eval_examples = processor.get_dev_examples(FLAGS.data_dir)
@@ -60,9 +61,9 @@ def main(_):
     count = features.write_features(eval_examples, task.label_list,
                                     FLAGS.max_seq_length, tokenizer,
                                     eval_file, FLAGS.eval_batch_size)
-    outputs = runner_flags.predict_on_records(
+    outputs = runner.predict_on_records(
         trainer, task, eval_file, count, FLAGS.eval_batch_size, "evaluation")
-    runner_flags.write_eval_results(trainer, task.eval_results(outputs))
+    runner.write_eval_results(trainer, task.eval_results(outputs))
 
   if FLAGS.do_predict:
     test_examples = processor.get_test_examples(FLAGS.data_dir)
@@ -70,7 +71,7 @@ def main(_):
     count = features.write_features(test_examples, task.label_list,
                                     FLAGS.max_seq_length, tokenizer,
                                     predict_file, FLAGS.predict_batch_size)
-    outputs = runner_flags.predict_on_records(
+    outputs = runner.predict_on_records(
         trainer, task, predict_file, count, FLAGS.predict_batch_size)
     if trainer.chief:
       predictions.write_predictions(
@@ -81,4 +82,4 @@ def main(_):
 if __name__ == "__main__":
   flags.mark_flags_as_required(["data_dir", "task_name", "vocab_file",
                                 "bert_config_file", "output_dir"])
-  runner_flags.run(main)
+  runner.run(main)

@@ -24,6 +24,7 @@ import numpy as np
 
 from runner_lib.core import distribute
 from runner_lib.core import flags as runner_flags
+from runner_lib.core import runner
 from runner_lib.ner import data
 from runner_lib.ner import evaluation
 from runner_lib.ner import features
@@ -61,8 +62,8 @@ def predict_tags(trainer, task, sentences, tokenizer, path, batch_size,
   logging.info("  Num sentences = %d", len(sentences))
   sequence_features, spans = to_features(sentences, task, tokenizer)
   count = features.write_features(sequence_features, path)
-  outputs = runner_flags.predict_on_records(trainer, task, path, count,
-                                            batch_size, mode)
+  outputs = runner.predict_on_records(trainer, task, path, count,
+                                      batch_size, mode)
   words = features.word_predictions(sentences, spans, outputs["predictions"])
   tags = [[task.label_list[i] for i in sentence] for sentence in words]
   loss = float(np.sum(outputs["loss_sum"]) /
@@ -85,15 +86,15 @@ def main(_):
   train_features = []
   if FLAGS.do_train:
     train_features, _ = to_features(sentences["train"], task, tokenizer)
-  trainer = runner_flags.finetuning_trainer(strategy, task,
-                                            len(train_features))
+  trainer = runner.finetuning_trainer(strategy, task,
+                                      len(train_features))
 
   if FLAGS.do_train:
     train_file = os.path.join(FLAGS.output_dir, "train.tf_record")
     features.write_features(train_features, train_file)
     logging.info("  Num sentences = %d", len(sentences["train"]))
-    runner_flags.train_on_records(trainer, task, train_file,
-                                  len(train_features), per_replica)
+    runner.train_on_records(trainer, task, train_file,
+                            len(train_features), per_replica)
 
   for split, record_name, batch_size, output_name in (
       ("dev", "eval.tf_record", FLAGS.eval_batch_size,
@@ -113,9 +114,9 @@ def main(_):
       results = evaluation.eval_results(
           [s.tags for s in sentences[split]], tags, task.label_list)
       results["eval_loss"] = loss
-      runner_flags.write_eval_results(trainer, results)
+      runner.write_eval_results(trainer, results)
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["data_dir", "vocab_file", "bert_config_file",
                                 "output_dir"])
-  runner_flags.run(main)
+  runner.run(main)

@@ -23,6 +23,7 @@ from runner_lib.core import errors
 from runner_lib.core import fileio
 from runner_lib.core import flags as runner_flags
 from runner_lib.core import input_pipeline
+from runner_lib.core import runner
 from runner_lib.core import text_input
 from runner_lib.pretraining import task as pretraining_task
 
@@ -101,7 +102,7 @@ def main(_):
   task, files = check_flags()
   train_batch = runner_flags.per_replica_batch("train_batch_size", strategy)
   eval_batch = runner_flags.per_replica_batch("eval_batch_size", strategy)
-  trainer = runner_flags.trainer_from_flags(
+  trainer = runner.trainer_from_flags(
       strategy, task, FLAGS.num_train_steps, FLAGS.num_warmup_steps)
   trainer.initialize(FLAGS.init_checkpoint)
   if FLAGS.do_train:
@@ -126,4 +127,4 @@ def main(_):
 if __name__ == "__main__":
   flags.mark_flags_as_required(["input_file", "bert_config_file",
                                 "output_dir"])
-  runner_flags.run(main)
+  runner.run(main)

@@ -29,6 +29,7 @@ from runner_lib.core import fileio
 from runner_lib.core import flags as runner_flags
 from runner_lib.core import optimization
 from runner_lib.core import predict
+from runner_lib.core import runner
 from runner_lib.squad import data
 from runner_lib.squad import evaluation
 from runner_lib.squad import features
@@ -103,7 +104,7 @@ def predict_features(strategy, model, task, path, batch_size):
   outputs = predict.predict_records(
       strategy, lambda batch: task.predict(model, batch), path,
       task.name_to_features(False), batch_size,
-      trim=runner_flags.trim_features(task, strategy, False))
+      trim=runner.trim_features(task, strategy, False))
   return [predictions.RawResult(int(unique_id), start, end)
           for unique_id, start, end in zip(outputs["unique_ids"],
                                            outputs["start_logits"],
@@ -130,8 +131,8 @@ def main(_):
         FLAGS.predict_file, False, FLAGS.version_2_with_negative)
 
   task = squad_task.SquadTask(config, FLAGS.max_seq_length)
-  trainer = runner_flags.trainer_from_flags(strategy, task, num_train_steps,
-                                           num_warmup_steps)
+  trainer = runner.trainer_from_flags(strategy, task, num_train_steps,
+                                     num_warmup_steps)
   trainer.initialize(FLAGS.init_checkpoint, new_variables=task.new_variables)
 
   if FLAGS.do_train:
@@ -143,7 +144,7 @@ def main(_):
     logging.info("  Batch size = %d", FLAGS.train_batch_size)
     logging.info("  Num steps = %d", num_train_steps)
     del train_examples
-    trainer.train(runner_flags.training_dataset_fn(
+    trainer.train(runner.training_dataset_fn(
         task, strategy, train_file, per_replica, num_train_records),
                   FLAGS.train_batch_size)
 
@@ -179,4 +180,4 @@ def main(_):
 if __name__ == "__main__":
   flags.mark_flags_as_required(["vocab_file", "bert_config_file",
                                 "output_dir"])
-  runner_flags.run(main)
+  runner.run(main)

@@ -23,6 +23,7 @@ from absl import flags
 from runner_lib.core import distribute
 from runner_lib.core import flags as runner_flags
 from runner_lib.core import metrics
+from runner_lib.core import runner
 from runner_lib.swag import data
 from runner_lib.swag import features
 from runner_lib.swag import predictions
@@ -54,29 +55,29 @@ def main(_):
                    if FLAGS.do_eval else [])
   test_examples = (data.get_test_examples(FLAGS.data_dir)
                    if FLAGS.do_predict else [])
-  trainer = runner_flags.finetuning_trainer(strategy, task,
-                                            len(train_examples))
+  trainer = runner.finetuning_trainer(strategy, task,
+                                      len(train_examples))
 
   if FLAGS.do_train:
     train_file = os.path.join(FLAGS.output_dir, "train.tf_record")
     features.write_features(train_examples, FLAGS.max_seq_length, tokenizer,
                             train_file)
-    runner_flags.train_on_records(trainer, task, train_file,
-                                  len(train_examples), per_replica)
+    runner.train_on_records(trainer, task, train_file,
+                            len(train_examples), per_replica)
 
   if FLAGS.do_eval:
     eval_file = os.path.join(FLAGS.output_dir, "eval.tf_record")
     count = features.write_features(eval_examples, FLAGS.max_seq_length,
                                     tokenizer, eval_file)
-    outputs = runner_flags.predict_on_records(
+    outputs = runner.predict_on_records(
         trainer, task, eval_file, count, FLAGS.eval_batch_size, "evaluation")
-    runner_flags.write_eval_results(trainer, task.eval_results(outputs))
+    runner.write_eval_results(trainer, task.eval_results(outputs))
 
   if FLAGS.do_predict:
     predict_file = os.path.join(FLAGS.output_dir, "predict.tf_record")
     count = features.write_features(test_examples, FLAGS.max_seq_length,
                                     tokenizer, predict_file)
-    outputs = runner_flags.predict_on_records(
+    outputs = runner.predict_on_records(
         trainer, task, predict_file, count, FLAGS.predict_batch_size)
     if trainer.chief:
       predictions.write_predictions(FLAGS.output_dir, test_examples,
@@ -85,4 +86,4 @@ def main(_):
 if __name__ == "__main__":
   flags.mark_flags_as_required(["data_dir", "vocab_file", "bert_config_file",
                                 "output_dir"])
-  runner_flags.run(main)
+  runner.run(main)

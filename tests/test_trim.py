@@ -14,9 +14,9 @@ import tf_keras
 
 import modeling
 from runner_lib.classifier import task as classifier_task
-from runner_lib.core import flags as runner_flags
 from runner_lib.core import input_pipeline
 from runner_lib.core import predict
+from runner_lib.core import runner
 from runner_lib.core import tfrecord
 from runner_lib.core import training
 from runner_lib.ner import task as ner_task
@@ -105,11 +105,11 @@ def test_runners_skip_padding_only_when_trimmed_without_xla(monkeypatch):
   strategy = tf.distribute.get_strategy()
   for trim, xla, want in ((False, False, False), (True, True, False),
                           (True, False, True)):
-    monkeypatch.setattr(runner_flags, "FLAGS", types.SimpleNamespace(
+    monkeypatch.setattr(runner, "FLAGS", types.SimpleNamespace(
         trim_padding=trim, use_xla=xla))
-    assert runner_flags.skips_padding(task, strategy) is want
+    assert runner.skips_padding(task, strategy) is want
   # Trimmed, no XLA, but the task reads the padding.
-  assert runner_flags.skips_padding(squad_task.SquadTask(CONFIG, 64),
+  assert runner.skips_padding(squad_task.SquadTask(CONFIG, 64),
                                     strategy) is False
 
 
@@ -382,7 +382,7 @@ task = classifier_task.ClassificationTask(config, 64, ["0", "1"])
 weights = []
 for trim in (task.sequence_features(True), ()):
   tf.keras.utils.set_random_seed(1)
-  # As runner_flags.skips_padding: trimmed and no XLA skips the padding.
+  # As runner.skips_padding: trimmed and no XLA skips the padding.
   trainer = training.Trainer(
       strategy, task.model_builder(bool(trim) and not settings["xla"]),
       task.loss, tempfile.mkdtemp(), 1e-3, 4, 1,

@@ -4,21 +4,21 @@ Both get the same config, the same weights' shapes and the same batch, and
 run as tf.function graphs (optionally XLA). Timings alternate between the two
 models so machine noise hits both alike; medians and the ratio are printed.
 
-  .venv/bin/python benchmarks/bench_encoder.py [--repeats=10] [--jit_compile]
+  .venv/bin/python benchmarks/speed/bench_encoder.py [--repeats=10] [--jit_compile]
 """
 
 import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 import numpy as np
 import tensorflow as tf
 
-from benchmarks import timing
+from benchmarks.lib import timing
 import modeling
 from tests import reference
 

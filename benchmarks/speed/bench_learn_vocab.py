@@ -13,7 +13,7 @@ each in a fresh process:
 Prints wall times, the TF run's phases, ratios, and whether the two vocab
 files are identical.
 
-  .venv/bin/python benchmarks/bench_learn_vocab.py [--megabytes=5]
+  .venv/bin/python benchmarks/speed/bench_learn_vocab.py [--megabytes=5]
 """
 
 import json
@@ -23,10 +23,10 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.abspath(os.path.join(__file__, "../../.."))
 sys.path.insert(0, REPO)
 
-from benchmarks import bench_create_pretraining_data  # pylint: disable=g-import-not-at-top
+from benchmarks.speed import bench_create_pretraining_data  # pylint: disable=g-import-not-at-top
 
 # The replaced pipeline, run as a script: prints its phases as JSON.
 _TENSORFLOW_PIPELINE = """

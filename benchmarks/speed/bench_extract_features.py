@@ -14,7 +14,7 @@ Whole runs alternate (--repeats); medians and ratios are printed, and the
 outputs compared: ours and per_float_json byte for byte, full_length's
 values within float32 noise.
 
-  .venv/bin/python benchmarks/bench_extract_features.py [--shapes=small,base]
+  .venv/bin/python benchmarks/speed/bench_extract_features.py [--shapes=small,base]
       [--repeats=3]
 """
 
@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
@@ -32,8 +32,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from benchmarks import timing
-from benchmarks.shapes import SHAPES
+from benchmarks.lib import timing
+from benchmarks.lib.shapes import SHAPES
 import extract_features
 import modeling
 from runner_lib.classifier import data as classifier_data

@@ -12,7 +12,7 @@ the same span loss and AdamW with clipping on both sides, one fixed batch.
 
 Runs alternate; medians and the ratios are printed.
 
-  .venv/bin/python benchmarks/bench_squad.py [--part=all|features|finetune]
+  .venv/bin/python benchmarks/speed/bench_squad.py [--part=all|features|finetune]
       [--repeats=3] [--small] [--batch_size=4] [--jit_compile]
 """
 
@@ -23,7 +23,7 @@ import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.abspath(os.path.join(__file__, "../../.."))
 sys.path.insert(0, REPO)
 
 from absl import app  # pylint: disable=g-import-not-at-top
@@ -36,8 +36,8 @@ from official.nlp.data import squad_lib
 from official.nlp.modeling import models
 from official.nlp.tools import tokenization as mg_tokenization
 
-from benchmarks import model_garden
-from benchmarks import timing
+from benchmarks.lib import model_garden
+from benchmarks.lib import timing
 import modeling
 from runner_lib.core import training
 from runner_lib.squad import data as squad_data

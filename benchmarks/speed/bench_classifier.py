@@ -12,7 +12,7 @@ math mode is an environment variable read at start: run the benchmark
 under TF_SET_ONEDNN_FPMATH_MODE=BF16 to time float32 matmuls computed in
 bfloat16.
 
-  .venv/bin/python benchmarks/bench_classifier.py [--repeats=5]
+  .venv/bin/python benchmarks/speed/bench_classifier.py [--repeats=5]
       [--shape=base|small|minilm] [--precision=float32,bfloat16,onednn_amp]
       [--profile=3]
 """
@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
@@ -31,11 +31,11 @@ import tf_keras
 
 from official.nlp.modeling import models
 
-from benchmarks import model_garden
-from benchmarks import op_profile
-from benchmarks import timing
-from benchmarks import train_steps
-from benchmarks.shapes import SHAPES
+from benchmarks.lib import model_garden
+from benchmarks.lib import op_profile
+from benchmarks.lib import timing
+from benchmarks.lib import train_steps
+from benchmarks.lib.shapes import SHAPES
 import modeling
 from modeling import layers
 from runner_lib.classifier import task as classifier

@@ -5,7 +5,7 @@ The same steps as bench_pretraining.py (config, batch, losses, AdamW with
 clipping). Each is warmed up, then --steps steps are traced; the host
 plane's op events are summed by op type.
 
-  .venv/bin/python benchmarks/profile_pretraining.py [--shape=small]
+  .venv/bin/python benchmarks/profiling/profile_pretraining.py [--shape=small]
       [--steps=5] [--top=15] [--precision=bfloat16]
 """
 
@@ -13,15 +13,15 @@ import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 import tensorflow as tf
 import tf_keras
 
-from benchmarks import op_profile
-from benchmarks import train_steps
+from benchmarks.lib import op_profile
+from benchmarks.lib import train_steps
 import modeling
 
 FLAGS = flags.FLAGS

@@ -15,7 +15,7 @@ to 128 as the original's records do. --bf16 runs the forward passes
 PyTorch's own mixed precision: float32 weights and optimizer. Prints one
 JSON line.
 
-  .venv-hf/bin/python benchmarks/hf_classifier.py --data_dir=DIR
+  .venv-hf/bin/python benchmarks/peers/hf_classifier.py --data_dir=DIR
       --vocab_file=VOCAB --config=CONFIG.json --weights=INIT.npz
       [--padding=longest] [--learning_rate=2e-5] [--bf16]
 """

@@ -13,7 +13,7 @@ from official.modeling import tf_utils
 from official.nlp.modeling import layers as mg_layers
 from official.nlp.modeling import models
 
-from benchmarks import model_garden
+from benchmarks.lib import model_garden
 from modeling import layers
 from runner_lib.core import training
 from runner_lib.pretraining import task as pretraining

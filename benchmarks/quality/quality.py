@@ -20,7 +20,7 @@ batches); `corrected` (--paths=corrected) is the default path with
 `bfloat16` (--paths=bfloat16) the default path with --precision=bfloat16.
 `peer` (NER only, needs .venv-hf: `make .venv-hf`) runs HuggingFace's
 PyTorch BertForTokenClassification on the same sentences and weights with
-the original's optimizer and schedule (benchmarks/hf_ner.py), scored here
+the original's optimizer and schedule (benchmarks/peers/hf_ner.py), scored here
 by the same seqeval code; `peer_hf_schedule` the same with HuggingFace's
 linear schedule, which decays from the peak at the end of warm-up (1.11x
 the original's rate after warm-up on this recipe), as the peer quoted in
@@ -33,7 +33,7 @@ eval_results.txt is already in --work_dir are read, not rerun, so an
 interrupted benchmark resumes. Each run takes minutes on 2 cores: 12 runs
 take about an hour.
 
-  .venv/bin/python benchmarks/quality.py [--seeds=12345,2,3]
+  .venv/bin/python benchmarks/quality/quality.py [--seeds=12345,2,3]
       [--tasks=mrpc,ner] [--paths=default,notrim] [--work_dir=DIR]
 """
 
@@ -44,7 +44,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(__file__, "../../.."))
 sys.path.insert(0, ROOT)
 
 from absl import app  # pylint: disable=g-import-not-at-top
@@ -162,7 +162,7 @@ def run_peer(seed, path, output_dir):
   os.makedirs(output_dir, exist_ok=True)
   predictions = os.path.join(output_dir, "predictions.json")
   result = subprocess.run(
-      [HF_PYTHON, os.path.join(ROOT, "benchmarks", "hf_ner.py"),
+      [HF_PYTHON, os.path.join(ROOT, "benchmarks", "peers", "hf_ner.py"),
        "--sentences=" + ner_sentences(), "--model_dir=" + packaged_model_dir(),
        "--output=" + predictions, "--seed=%s" % seed,
        "--optimizer=original"] + PEER_PATHS[path],

@@ -7,8 +7,8 @@ BERT-Large at seq 128 and 512, bfloat16 compute with XLA by default, ours
 and Model Garden's alternated in one run. Prints sequences/s, model FLOP
 utilisation against --peak_tflops and the ratio.
 
-  .venv/bin/python benchmarks/bench_gpu.py            # on the GPU machine
-  .venv/bin/python benchmarks/bench_gpu.py --tiny     # a CPU smoke test
+  .venv/bin/python benchmarks/speed/bench_gpu.py            # on the GPU machine
+  .venv/bin/python benchmarks/speed/bench_gpu.py --tiny     # a CPU smoke test
 
 FLOPs per step count the matmuls, forward and backward (3x forward): 2 *
 weights per token in the encoder's dense layers, 4 * T * H per token per
@@ -20,7 +20,7 @@ import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
@@ -29,9 +29,9 @@ import tf_keras
 
 from official.nlp.modeling import models
 
-from benchmarks import model_garden
-from benchmarks import train_steps
-from benchmarks import timing
+from benchmarks.lib import model_garden
+from benchmarks.lib import train_steps
+from benchmarks.lib import timing
 import modeling
 from runner_lib.classifier import task as classifier
 from runner_lib.core import training

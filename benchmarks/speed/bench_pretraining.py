@@ -12,7 +12,7 @@ bfloat16 compute). Each line also gives our step's model arithmetic
 the same precision, timed in the same process: the machine's practical
 peak.
 
-  .venv/bin/python benchmarks/bench_pretraining.py [--repeats=10]
+  .venv/bin/python benchmarks/speed/bench_pretraining.py [--repeats=10]
       [--shapes=small,base] [--xla=false,true] [--precision=float32,bfloat16]
 """
 
@@ -20,15 +20,15 @@ import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 import tensorflow as tf
 import tf_keras
 
-from benchmarks import train_steps
-from benchmarks import timing
+from benchmarks.lib import train_steps
+from benchmarks.lib import timing
 import modeling
 
 FLAGS = flags.FLAGS

@@ -12,12 +12,12 @@ fresh process timed from start to exit, reading the TSVs itself:
 - ours: `run_classifier.py --do_train --do_eval` as a user runs it
   (trimmed batches, the encoder skipping padding), with --notrim_padding
   (the original's shapes) and with --bucket_by_length;
-- HuggingFace: benchmarks/hf_classifier.py in .venv-hf (PyTorch CPU
+- HuggingFace: benchmarks/peers/hf_classifier.py in .venv-hf (PyTorch CPU
   build and transformers: `make .venv-hf`), batches padded to their
   longest sequence (DataCollatorWithPadding) and to 128.
 Whole runs alternate (--repeats); medians and ratios are printed.
 
-  .venv/bin/python benchmarks/bench_hf_classifier.py [--repeats=1]
+  .venv/bin/python benchmarks/speed/bench_hf_classifier.py [--repeats=1]
       [--weights=minilm] [--learning_rate=5e-5]
       [--precision=float32,bfloat16] [--novariants]
 """
@@ -30,7 +30,7 @@ import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(__file__, "../../.."))
 sys.path.insert(0, ROOT)
 
 from absl import app  # pylint: disable=g-import-not-at-top
@@ -151,7 +151,7 @@ def main(argv):
         "--bucket_by_length" if bucket else "--nobucket_by_length"], accuracy)
 
   def huggingface(precision, padding="longest"):
-    return timed([FLAGS.hf_python, "benchmarks/hf_classifier.py",
+    return timed([FLAGS.hf_python, "benchmarks/peers/hf_classifier.py",
                   "--data_dir=" + data_dir, "--vocab_file=" + vocab_file,
                   "--config=" + config_file, "--weights=" + npz,
                   "--padding=" + padding, "--learning_rate=" + learning_rate]

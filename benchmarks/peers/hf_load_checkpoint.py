@@ -13,7 +13,7 @@ training-only tensor written into a weight whose shape happens to agree
 would show as a mismatch. Prints one JSON line per checkpoint; exits 1
 if any failed.
 
-  .venv-hf/bin/python benchmarks/hf_load_checkpoint.py
+  .venv-hf/bin/python benchmarks/peers/hf_load_checkpoint.py
       --bert_config_file=CONFIG.json PREFIX [PREFIX ...]
 """
 

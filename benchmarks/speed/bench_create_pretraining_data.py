@@ -9,7 +9,7 @@ the process tree, sampled every 0.1 s) and ratios; the last lines show
 whether memory stays flat as the corpus doubles (from x1, where shards are
 smaller than the 4 MB cap, and from x2, where both are at it).
 
-  .venv/bin/python benchmarks/bench_create_pretraining_data.py [--megabytes=20]
+  .venv/bin/python benchmarks/speed/bench_create_pretraining_data.py [--megabytes=20]
 """
 
 import os
@@ -20,7 +20,7 @@ import time
 
 import psutil
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.abspath(os.path.join(__file__, "../../.."))
 DATA = os.path.join(os.path.dirname(REPO), "shared", "data")
 SOURCES = [os.path.join(DATA, "corpus", name) for name in
            ("gutenberg_pretrain.txt", "wikitext2_test_pretrain.txt")]

@@ -17,7 +17,7 @@ and labels are from float32's on the same pairs. --init_checkpoint (with
 fine-tuned MRPC classifier makes the agreement mean something, measured
 on the first --agreement_rows MRPC dev pairs.
 
-  .venv/bin/python benchmarks/bench_serving.py [--repeats=10]
+  .venv/bin/python benchmarks/speed/bench_serving.py [--repeats=10]
       [--precision=float32,bfloat16] [--shapes=small,base]
       [--init_checkpoint=DIR/model.ckpt-N --bert_config_file=CONFIG.json]
 """
@@ -27,7 +27,7 @@ import sys
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
@@ -36,8 +36,8 @@ import tensorflow as tf
 
 from official.nlp.modeling import models
 
-from benchmarks import timing
-from benchmarks.shapes import SHAPES
+from benchmarks.lib import timing
+from benchmarks.lib.shapes import SHAPES
 import modeling
 from modeling import layers
 from runner_lib.classifier import task as classifier_task

@@ -19,7 +19,7 @@ defaults). Writes the dev tags predicted (a word
 cut off by truncation gets "O") as JSON to --output for quality.py to
 score with the project's seqeval scorer.
 
-  .venv-hf/bin/python benchmarks/hf_ner.py --sentences=S.json
+  .venv-hf/bin/python benchmarks/peers/hf_ner.py --sentences=S.json
       --model_dir=HF_FOLDER --output=PRED.json [--seed=1]
 """
 

@@ -7,7 +7,7 @@ path (reshapes, the per-choice softmax). Both are our Trainer's step, one
 fixed batch each, the paper's SWAG batch of 16; runs alternate, medians and
 the ratio are printed.
 
-  .venv/bin/python benchmarks/bench_swag.py [--repeats=5] [--small]
+  .venv/bin/python benchmarks/speed/bench_swag.py [--repeats=5] [--small]
 """
 
 import os
@@ -15,14 +15,14 @@ import sys
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 import numpy as np
 import tensorflow as tf
 
-from benchmarks import timing
+from benchmarks.lib import timing
 import modeling
 from runner_lib.classifier import task as classifier
 from runner_lib.core import training

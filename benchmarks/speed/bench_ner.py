@@ -6,7 +6,7 @@ CoNLL-2003's shape (nine tags, seq 128, batch 32), BERT-Base unless
 clipping on both sides, one fixed batch. Runs alternate; medians and the
 ratio are printed.
 
-  .venv/bin/python benchmarks/bench_ner.py [--repeats=5] [--small]
+  .venv/bin/python benchmarks/speed/bench_ner.py [--repeats=5] [--small]
 """
 
 import os
@@ -14,7 +14,7 @@ import sys
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
@@ -23,8 +23,8 @@ import tensorflow as tf
 
 from official.nlp.modeling import models
 
-from benchmarks import model_garden
-from benchmarks import timing
+from benchmarks.lib import model_garden
+from benchmarks.lib import timing
 import modeling
 from runner_lib.core import training
 from runner_lib.ner import data

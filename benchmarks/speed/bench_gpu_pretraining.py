@@ -6,7 +6,7 @@ with XLA, one fixed batch (only the step is timed). Model FLOPs per step:
 12 x layers x batch x seq^2 x hidden (the attention scores and context,
 forward and backward). MFU = achieved / --peak_tflops.
 
-  .venv/bin/python benchmarks/bench_gpu_pretraining.py \
+  .venv/bin/python benchmarks/speed/bench_gpu_pretraining.py \
       [--peak_tflops=989] [--shapes=base-128,base-512,large-128,large-512]
 """
 
@@ -17,7 +17,7 @@ import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags

@@ -3,14 +3,15 @@
 Writes pre-training checkpoints as a user does (create_pretraining_data.py
 on ../shared/data/corpus/sample_text.txt, then run_pretraining.py on a
 tiny config with dropout on, with --optimizer=adamw and --optimizer=lamb,
-each stopped halfway and resumed), then runs benchmarks/hf_load_checkpoint.py
-in .venv-hf (`make .venv-hf-tf`) on every model.ckpt-N: transformers'
-load_tf_weights_in_bert must load each one without error, every weight it
-fills must equal ours and none may be overwritten by training-only state.
+each stopped halfway and resumed), then runs
+benchmarks/peers/hf_load_checkpoint.py in .venv-hf (`make .venv-hf-tf`) on
+every model.ckpt-N: transformers' load_tf_weights_in_bert must load each
+one without error, every weight it fills must equal ours and none may be
+overwritten by training-only state.
 Earlier versions failed here: the reader stopped at `dropout_rng/N`, and
 a LAMB checkpoint's `lamb_m` / `lamb_v` went into weights of the same shape.
 
-  .venv/bin/python benchmarks/check_hf_reader.py [--work_dir=DIR]
+  .venv/bin/python benchmarks/checks/check_hf_reader.py [--work_dir=DIR]
 """
 
 import glob
@@ -19,7 +20,7 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(__file__, "../../.."))
 sys.path.insert(0, ROOT)
 
 from absl import app  # pylint: disable=g-import-not-at-top
@@ -79,7 +80,8 @@ def main(argv):
     prefixes += sorted(p[:-len(".index")] for p in glob.glob(
         os.path.join(output_dir, "model.ckpt-*[0-9].index")))
   result = subprocess.run(
-      [HF_PYTHON, os.path.join(ROOT, "benchmarks", "hf_load_checkpoint.py"),
+      [HF_PYTHON,
+       os.path.join(ROOT, "benchmarks", "peers", "hf_load_checkpoint.py"),
        "--bert_config_file=" + config_file] + prefixes)
   sys.exit(result.returncode)
 

@@ -6,7 +6,7 @@ algorithm), our per-string FullTokenizer.tokenize, and our batch methods.
 Outputs are checked to be identical; MB/s (UTF-8 input bytes per second,
 median of the repeats) and ratios to the original are printed.
 
-  .venv/bin/python benchmarks/bench_tokenizer.py [--megabytes=4] [--repeats=3]
+  .venv/bin/python benchmarks/speed/bench_tokenizer.py [--megabytes=4] [--repeats=3]
 """
 
 import concurrent.futures
@@ -16,7 +16,7 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.abspath(os.path.join(__file__, "../../.."))
 sys.path.insert(0, REPO)
 
 from absl import app  # pylint: disable=g-import-not-at-top

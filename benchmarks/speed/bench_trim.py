@@ -14,7 +14,7 @@ On real data from ../shared/data, max_seq_length 128, batch 32:
   trimmed vs full length.
 Whole runs alternate (--repeats); medians and ratios are printed.
 
-  .venv/bin/python benchmarks/bench_trim.py [--shapes=small,base]
+  .venv/bin/python benchmarks/speed/bench_trim.py [--shapes=small,base]
       [--max_train_steps=N] [--repeats=1]
 """
 
@@ -25,7 +25,7 @@ import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
@@ -35,8 +35,8 @@ import tensorflow as tf
 
 from official.nlp.modeling import models
 
-from benchmarks import model_garden
-from benchmarks.shapes import SHAPES
+from benchmarks.lib import model_garden
+from benchmarks.lib.shapes import SHAPES
 import modeling
 from runner_lib.classifier import data as classifier_data
 from runner_lib.classifier import features as classifier_features

@@ -14,7 +14,7 @@ run ops in parallel):
 Steps alternate (--repeats); medians, each variant's saving and its ratio
 to Model Garden are printed.
 
-  .venv/bin/python benchmarks/ablate_pretraining.py [--shapes=small,base]
+  .venv/bin/python benchmarks/profiling/ablate_pretraining.py [--shapes=small,base]
       [--repeats=8] [--jit_compile]
 """
 
@@ -23,14 +23,14 @@ import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 import tensorflow as tf
 
-from benchmarks import timing
-from benchmarks import train_steps
+from benchmarks.lib import timing
+from benchmarks.lib import train_steps
 import modeling
 from modeling import layers
 from runner_lib.core import optimization
