@@ -317,6 +317,20 @@ def first_intact(prefixes, use):
   return None, None
 
 
+# The weight files of a HuggingFace model folder, which a Google
+# checkpoint reader cannot read.
+HUGGINGFACE_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin",
+                            "tf_model.h5")
+
+
+def _convert_hint(directory):
+  """How to turn a HuggingFace folder into the Google one a runner reads."""
+  return ("It looks like a HuggingFace model folder: convert it first "
+          "(convert_checkpoint.py --input_dir=%s --output_dir=DIR), then give "
+          "--init_checkpoint=DIR/bert_model.ckpt with DIR's bert_config.json "
+          "and vocab.txt." % directory.rstrip("/"))
+
+
 def _use_resolved(checkpoint, use):
   """Calls use on a prefix, or on a directory's newest intact checkpoint.
 
@@ -341,9 +355,16 @@ def _use_resolved(checkpoint, use):
     hint = ""
     if checkpoint.endswith((".index", ".meta")) or ".data-" in checkpoint:
       hint = " Give the prefix without the .index/.data/.meta suffix."
+    elif checkpoint.endswith(HUGGINGFACE_WEIGHT_FILES):
+      hint = " " + _convert_hint(os.path.dirname(checkpoint) or ".")
     raise CheckpointError("Checkpoint not found: %s (no file %s.index).%s" %
                           (checkpoint, checkpoint, hint))
   prefixes = checkpoint_dir.checkpoints_to_load(checkpoint)
+  if not prefixes and any(
+      tf.io.gfile.exists(os.path.join(checkpoint, name))
+      for name in HUGGINGFACE_WEIGHT_FILES):
+    raise CheckpointError("Directory %s holds no Google checkpoint. %s" %
+                          (checkpoint, _convert_hint(checkpoint)))
   if not prefixes:
     others = checkpoint_dir.prefixes_on_disk(checkpoint)
     if others:

@@ -183,6 +183,16 @@ class BertConfig(object):
     except ValueError as e:
       raise ConfigError("bert_config_file %s is not valid JSON: %s" %
                         (json_file, e)) from None
+    if isinstance(json_object, dict) and (
+        "model_type" in json_object or "architectures" in json_object):
+      # The original reads such a file too, so this warns, not refuses. Its
+      # "gelu" is the exact erf form there and the tanh form here.
+      logging.warning(
+          "bert_config_file %s looks like a HuggingFace config.json "
+          "(model_type / architectures keys), not a Google bert_config.json: "
+          "its hidden_act %r means another function here. Convert the "
+          "folder with convert_checkpoint.py and use its bert_config.json.",
+          json_file, json_object.get("hidden_act"))
     return cls.from_dict(json_object, source="bert_config_file %s" % json_file)
 
   def to_dict(self):

@@ -58,14 +58,23 @@ def get_strategy(use_tpu=False, tpu_name=None, tpu_zone=None,
   check_tpu_flags(use_tpu, tpu_name, tpu_zone, gcp_project, master)
   if not use_tpu:
     return _cpu_gpu_strategy(strategy)
+  address = tpu_name or master or ""
   try:
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
-        tpu=tpu_name or master or "", zone=tpu_zone, project=gcp_project)
+        tpu=address, zone=tpu_zone, project=gcp_project)
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
-  except (ValueError, tf.errors.OpError) as e:
-    raise errors.InputError("--use_tpu: cannot reach a TPU (tpu_name=%r, "
-                            "master=%r): %s" % (tpu_name, master, e)) from None
+  # Off Google Cloud, a TPU name fails in the GCE metadata lookup
+  # (urllib's URLError, an OSError) before any TensorFlow op runs; no TPU
+  # found is a ValueError or RuntimeError, a TPU that does not answer an
+  # OpError.
+  except (ValueError, RuntimeError, OSError, tf.errors.OpError) as e:
+    raise errors.InputError(
+        "--use_tpu: cannot reach the TPU %s (%s: %s). Check --tpu_name, "
+        "--tpu_zone and --gcp_project, or run without --use_tpu (and "
+        "--tpu_name) to train on this machine's CPU or GPUs." %
+        (repr(address) if address else "of this machine", type(e).__name__,
+         _first_line(e))) from None
   strategy = tf.distribute.TPUStrategy(resolver)
   replicas = strategy.num_replicas_in_sync
   if num_tpu_cores is not None and num_tpu_cores != replicas:
@@ -74,6 +83,12 @@ def get_strategy(use_tpu=False, tpu_name=None, tpu_zone=None,
   logging.info("Running on TPU %s with %d cores.", tpu_name or master,
                replicas)
   return strategy
+
+
+def _first_line(e):
+  """An exception's message up to its first line break (TensorFlow's carry
+  a stack trace after it)."""
+  return (str(e).strip().split("\n") or [""])[0]
 
 
 def _cpu_gpu_strategy(name):
