@@ -29,6 +29,16 @@ test-fast: $(VENV_STAMP)
 demo: $(VENV_STAMP)
 	bash demo/run_demo.sh
 
+# The twelve speed benchmarks that need only this machine's CPUs, with
+# their default flags, each beside its peer and appending a record to
+# benchmarks/results/: bench_encoder, bench_tokenizer, bench_pretraining,
+# bench_classifier, bench_squad, bench_swag, bench_ner, bench_serving,
+# bench_trim, bench_extract_features, bench_create_pretraining_data and
+# bench_learn_vocab (benchmarks/speed/); then the report renders the
+# pages' tables from the records. Not here: bench_hf_classifier (make
+# benchmark-hf), bench_gpu*.py (a GPU machine), quality.py (make quality),
+# profiling/ and checks/ (benchmarks/README.md). Run it on a quiet
+# machine: the sides alternate, but noise still widens the spread.
 benchmark: $(VENV_STAMP)
 	$(PYTHON) benchmarks/speed/bench_encoder.py
 	$(PYTHON) benchmarks/speed/bench_tokenizer.py
@@ -42,13 +52,20 @@ benchmark: $(VENV_STAMP)
 	$(PYTHON) benchmarks/speed/bench_extract_features.py
 	$(PYTHON) benchmarks/speed/bench_create_pretraining_data.py
 	$(PYTHON) benchmarks/speed/bench_learn_vocab.py
-	$(PYTHON) benchmarks/quality/quality.py
+	$(PYTHON) benchmarks/report.py
 
 # Fine-tuning results from real pre-trained weights (all-MiniLM-L6-v2):
 # MRPC and CoNLL-2003 NER over 3 seeds, the default path against the
-# full-length one (about an hour on 2 cores).
+# full-length one (about an hour on 2 cores), recorded; then the report.
 quality: $(VENV_STAMP)
 	$(PYTHON) benchmarks/quality/quality.py
+	$(PYTHON) benchmarks/report.py
+
+# README.md, docs/benchmarks.md and docs/results.md: the blocks between
+# their report markers, rendered from benchmarks/results/ (and the figure).
+.PHONY: report
+report: $(VENV_STAMP)
+	$(PYTHON) benchmarks/report.py
 
 # PyTorch (the CPU build this machine keeps on disk for pip) and
 # HuggingFace transformers, for bench_hf_classifier.py's other side only:
@@ -74,3 +91,4 @@ check-hf-reader: $(VENV_STAMP) .venv-hf/.installed-tf
 
 benchmark-hf: $(VENV_STAMP) .venv-hf/.installed
 	$(PYTHON) benchmarks/speed/bench_hf_classifier.py
+	$(PYTHON) benchmarks/report.py

@@ -26,12 +26,14 @@ sys.path.insert(0, ROOT)
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
+from benchmarks.lib import results
 from tests.conftest import SHARED_DATA
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("work_dir", os.path.join(ROOT, "benchmarks", "output",
                                              "hf_reader"),
                     "Where the records and checkpoints go.")
+results.define_flags()
 
 HF_PYTHON = os.path.join(ROOT, ".venv-hf", "bin", "python")
 
@@ -79,11 +81,45 @@ def main(argv):
            "--save_checkpoints_steps=10", "--optimizer=" + optimizer])
     prefixes += sorted(p[:-len(".index")] for p in glob.glob(
         os.path.join(output_dir, "model.ckpt-*[0-9].index")))
-  result = subprocess.run(
+  # Its JSON lines pass through as they come, and are kept for the record.
+  checker = subprocess.Popen(
       [HF_PYTHON,
        os.path.join(ROOT, "benchmarks", "peers", "hf_load_checkpoint.py"),
-       "--bert_config_file=" + config_file] + prefixes)
-  sys.exit(result.returncode)
+       "--bert_config_file=" + config_file] + prefixes,
+      stdout=subprocess.PIPE, text=True)
+  checked = []
+  for line in checker.stdout:
+    sys.stdout.write(line)
+    sys.stdout.flush()
+    try:
+      checked.append(json.loads(line))
+    except ValueError:
+      pass
+  returncode = checker.wait()
+  if FLAGS.record:
+    record(checked, returncode, FLAGS.work_dir, results.flag_settings(FLAGS))
+  sys.exit(returncode)
+
+
+def record(checked, returncode, work_dir, settings):
+  """Appends pass/fail per checkpoint (hf_load_checkpoint.py's JSON lines,
+  checkpoints under work_dir) and the checker's exit status, run with
+  settings (the flags), to benchmarks/results/."""
+  rows = [[os.path.relpath(c["checkpoint"], work_dir),
+           "pass" if c["ok"] else "FAIL", c.get("loaded"),
+           len(c.get("untouched", [])), ", ".join(c.get("wrong", [])),
+           c.get("error", "")] for c in checked]
+  versions = sorted({c["transformers"] for c in checked
+                     if "transformers" in c})
+  results.record(
+      "check_hf_reader",
+      [results.table(
+          "transformers' load_tf_weights_in_bert on our checkpoints: %s "
+          "(exit status %d)" % ("passed" if returncode == 0 else "FAILED",
+                                returncode),
+          ["checkpoint", "result", "weights loaded", "left untouched",
+           "wrong", "error"], rows)],
+      settings, notes=["transformers %s" % v for v in versions])
 
 
 if __name__ == "__main__":

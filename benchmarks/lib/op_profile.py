@@ -48,10 +48,23 @@ def op_times(step, steps, by_name=False):
   return {op: seconds / steps for op, seconds in totals.items()}
 
 
-def print_top(times, top, width, indent):
-  """Prints the `top` ops of op_times' dict, slowest first: name (its
-  last `width` characters), ms per step and share of the step's op time."""
+def top_ops(times, top):
+  """The `top` ops of op_times' dict, slowest first: a list of (name, ms
+  per step, percent of the step's op time)."""
   total = sum(times.values())
-  for op, seconds in sorted(times.items(), key=lambda x: -x[1])[:top]:
-    print("%s%-*s %8.2f ms  %5.1f%%" % (indent, width, op[-width:],
-                                       1000 * seconds, 100 * seconds / total))
+  return [(op, 1000 * seconds, 100 * seconds / total) for op, seconds in
+          sorted(times.items(), key=lambda x: -x[1])[:top]]
+
+
+def top_rows(times, top):
+  """top_ops as a record's table rows: [name, ms (2 decimals), % (1)]."""
+  return [[op, round(ms, 2), round(share, 1)]
+          for op, ms, share in top_ops(times, top)]
+
+
+def print_top(times, top, width, indent):
+  """Prints top_ops: name (its last `width` characters), ms per step and
+  share of the step's op time."""
+  for op, ms, share in top_ops(times, top):
+    print("%s%-*s %8.2f ms  %5.1f%%" % (indent, width, op[-width:], ms,
+                                       share))

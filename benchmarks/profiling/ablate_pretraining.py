@@ -29,6 +29,7 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 import tensorflow as tf
 
+from benchmarks.lib import results
 from benchmarks.lib import timing
 from benchmarks.lib import train_steps
 import modeling
@@ -40,6 +41,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("shapes", "small,base", "Comma-separated: small, base.")
 flags.DEFINE_integer("repeats", 8, "Timed steps per variant.")
 flags.DEFINE_bool("jit_compile", False, "XLA on every variant.")
+results.define_flags()
 
 
 @contextlib.contextmanager
@@ -77,6 +79,8 @@ VARIANTS = {
 
 
 def bench(name):
+  """Times every variant at one shape; prints them and returns their
+  numbers, a row each."""
   fields, batch_size, seq_length, predictions = train_steps.SHAPES[name]
   config = modeling.BertConfig(**fields)
   batch = train_steps.make_batch(config, batch_size, seq_length, predictions)
@@ -102,19 +106,33 @@ def bench(name):
   print("%s L=%d H=%d batch=%d seq=%d xla=%s" % (
       name, config.num_hidden_layers, config.hidden_size, batch_size,
       seq_length, FLAGS.jit_compile))
+  rows = []
   for variant, seconds in medians.items():
     print("  %-18s %8.1f ms  saves %5.1f%% of ours  model_garden/this %.3f"
           % (variant, 1000 * seconds,
              100 * (1 - seconds / medians["ours"]),
              medians["model_garden"] / seconds), flush=True)
+    rows.append([name, config.num_hidden_layers, config.hidden_size,
+                 batch_size, seq_length, FLAGS.jit_compile, variant,
+                 round(1000 * seconds, 1),
+                 round(100 * (1 - seconds / medians["ours"]), 1),
+                 round(medians["model_garden"] / seconds, 3)])
+  return rows
 
 
 def main(argv):
   del argv
   print("TensorFlow %s, %d CPUs, %d repeats (medians)" %
         (tf.__version__, os.cpu_count(), FLAGS.repeats))
-  for name in FLAGS.shapes.split(","):
-    bench(name)
+  rows = [row for name in FLAGS.shapes.split(",") for row in bench(name)]
+  if FLAGS.record:
+    results.record(
+        "ablate_pretraining",
+        [results.table(
+            "Pre-training step with one part taken out, ms per step",
+            ["shape", "L", "H", "batch", "seq", "xla", "variant", "ms",
+             "saves % of ours", "model_garden/this"], rows)],
+        results.flag_settings(FLAGS))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import tensorflow as tf
 import tf_keras
 
 from benchmarks.lib import op_profile
+from benchmarks.lib import results
 from benchmarks.lib import train_steps
 import modeling
 
@@ -35,6 +36,7 @@ flags.DEFINE_bool("jit_compile", False, "XLA on both sides.")
 flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16"],
                   "Compute precision: ours as --precision runs it, "
                   "Model Garden under Keras' mixed policy.")
+results.define_flags()
 
 
 def main(argv):
@@ -56,6 +58,7 @@ def main(argv):
       config, batch, FLAGS.jit_compile)
   float(steps["model_garden"]())  # Built and traced under the policy.
   tf_keras.mixed_precision.set_global_policy("float32")
+  tables = []
   for name, step in steps.items():
     times = op_profile.op_times(step, FLAGS.steps, FLAGS.by_name)
     total = sum(times.values())
@@ -64,6 +67,15 @@ def main(argv):
                                      config.hidden_size, batch_size,
                                      seq_length, 1000 * total))
     op_profile.print_top(times, FLAGS.top, width=60, indent="  ")
+    tables.append(results.table(
+        "%s (L=%d H=%d batch=%d seq=%d): %.1f ms of op time per step" % (
+            name, config.num_hidden_layers, config.hidden_size, batch_size,
+            seq_length, 1000 * total),
+        ["op name (type)" if FLAGS.by_name else "op type", "ms per step",
+         "% of op time"], op_profile.top_rows(times, FLAGS.top)))
+  if FLAGS.record:
+    results.record("profile_pretraining", tables,
+                   results.flag_settings(FLAGS))
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ sys.path.insert(0, ROOT)
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
+from benchmarks.lib import results
 from tests.conftest import SHARED_DATA
 
 FLAGS = flags.FLAGS
@@ -65,6 +66,7 @@ flags.DEFINE_string("google_dir", None,
                     "converted packaged weights.")
 flags.DEFINE_integer("ner_train_sentences", 2000,
                      "NER: the first this many eng.train sentences.")
+results.define_flags()
 
 PATH_FLAGS = {"default": ["--trim_padding"], "notrim": ["--notrim_padding"],
               # Not the original's: Adam with bias correction, as the
@@ -82,6 +84,9 @@ PEER = {"mrpc": {"eval_accuracy": [0.814, 0.782, 0.792]},
 
 # What each task reports, first the headline metric.
 METRICS = {"mrpc": ("eval_accuracy", "f1"), "ner": ("eval_f1",)}
+# How the docs name them.
+TASK_NAMES = {"mrpc": "MRPC", "ner": "NER"}
+METRIC_NAMES = {"eval_accuracy": "dev accuracy", "eval_f1": "dev F1"}
 
 
 def packaged_model_dir():
@@ -173,9 +178,9 @@ def run_peer(seed, path, output_dir):
   with open(predictions, encoding="utf-8") as f:
     predicted = json.load(f)["predicted"]
   gold = [s.tags for s in data.get_examples(ner_data_dir(), "dev")]
-  results = evaluation.eval_results(gold, predicted, data.LABELS)
+  scores = evaluation.eval_results(gold, predicted, data.LABELS)
   with open(os.path.join(output_dir, "eval_results.txt"), "w") as f:
-    f.writelines("%s = %s\n" % item for item in sorted(results.items()))
+    f.writelines("%s = %s\n" % item for item in sorted(scores.items()))
 
 
 def command(task, model_dir, seed, path, output_dir):
@@ -221,6 +226,14 @@ def run(task, model_dir, seed, path):
   return read_results(results_file), time.time() - started
 
 
+def summary_row(task, path, metric, values):
+  """The summary line's numbers: task, path, metric, mean, spread and the
+  values (4 decimals) joined by " / "."""
+  return [TASK_NAMES[task], path, metric, round(statistics.mean(values), 4),
+          round(max(values) - min(values), 4),
+          " / ".join("%.4f" % v for v in values)]
+
+
 def summary(values):
   return "mean %.4f spread %.4f" % (statistics.mean(values),
                                     max(values) - min(values))
@@ -235,18 +248,23 @@ def main(argv):
   os.makedirs(FLAGS.work_dir, exist_ok=True)
   model_dir = google_dir()
   table = {}
+  run_rows = {}
   for task in FLAGS.tasks:
     for path in FLAGS.paths:
       if path in PEER_PATHS and task != "ner":
         continue  # The MRPC peer is quoted, not run.
       for seed in FLAGS.seeds:
-        results, seconds = run(task, model_dir, seed, path)
-        table.setdefault(task, {}).setdefault(path, {})[seed] = results
+        scores, seconds = run(task, model_dir, seed, path)
+        table.setdefault(task, {}).setdefault(path, {})[seed] = scores
         print("%-4s %-7s seed %-5s %s%s" % (
             task, path, seed, "  ".join(
-                "%s %.4f" % (m, results[m]) for m in METRICS[task]),
+                "%s %.4f" % (m, scores[m]) for m in METRICS[task]),
             "" if seconds is None else "  (%.0f s)" % seconds), flush=True)
+        run_rows.setdefault(task, []).append(
+            [path, seed] + [round(scores[m], 4) for m in METRICS[task]] +
+            [None if seconds is None else round(seconds)])
   print()
+  summary_rows, difference_rows, headline = [], [], {}
   for task, paths in table.items():
     metric = METRICS[task][0]
     means = {}
@@ -256,13 +274,38 @@ def main(argv):
       print("%-4s %-7s %s: %s  (%s)" % (
           task, path, metric, summary(values),
           " / ".join("%.4f" % v for v in values)))
+      summary_rows.append(summary_row(task, path, metric, values))
     peer = PEER[task][metric]
     print("%-4s %-7s %s: %s  (HuggingFace, issue 26)" % (
         task, "peer", metric, summary(peer)))
+    summary_rows.append(summary_row(
+        task, "HuggingFace, quoted from issue 26", metric, peer))
     if "default" in means and "notrim" in means:
       print("%-4s default - notrim: %+.4f; default - peer: %+.4f" % (
           task, means["default"] - means["notrim"],
           means["default"] - statistics.mean(peer)))
+      difference_rows.append([
+          TASK_NAMES[task], round(means["default"] - means["notrim"], 4),
+          round(means["default"] - statistics.mean(peer), 4)])
+    if "default" in means:
+      headline["%s %s, default path, seed mean" % (
+          TASK_NAMES[task], METRIC_NAMES[metric])] = round(
+              means["default"], 4)
+  if FLAGS.record:
+    tables = [results.table("%s runs" % TASK_NAMES[task],
+                            ["path", "seed"] + list(METRICS[task]) +
+                            ["seconds (blank: reused)"], rows)
+              for task, rows in run_rows.items()]
+    tables.append(results.table(
+        "Per task and path, over seeds",
+        ["task", "path", "metric", "mean", "spread (max - min)",
+         "per seed"], summary_rows))
+    if difference_rows:
+      tables.append(results.table(
+          "Differences of the means", ["task", "default - notrim",
+                                       "default - peer"], difference_rows))
+    results.record("quality", tables, results.flag_settings(FLAGS),
+                   headline=headline)
   with open(os.path.join(FLAGS.work_dir, "quality.json"), "w") as f:
     json.dump(table, f, indent=2, sort_keys=True)
 

@@ -33,6 +33,7 @@ from official.nlp.modeling import models
 
 from benchmarks.lib import model_garden
 from benchmarks.lib import op_profile
+from benchmarks.lib import results
 from benchmarks.lib import timing
 from benchmarks.lib import train_steps
 from benchmarks.lib.shapes import SHAPES
@@ -64,6 +65,11 @@ flags.register_validator(
 flags.DEFINE_integer("profile", 0,
                      "Also trace this many steps of each and list the op "
                      "types taking the most time.")
+results.define_flags()
+
+# How the README and the docs name each shape.
+SHAPE_NAMES = {"base": "BERT-Base", "small": "L=4 H=256",
+               "minilm": "MiniLM-L6 shape"}
 
 
 def steps(config, batch, precision):
@@ -108,6 +114,7 @@ def main(argv):
   batch_size, seq_length = 32, 128
   batch = train_steps.classifier_batch(batch_size, seq_length, 40)
   ours = {}
+  rows, tables = [], []
   for precision in FLAGS.precision.split(","):
     runs = steps(config, batch, precision)
     m = timing.alternated_medians(runs, FLAGS.repeats)
@@ -118,15 +125,41 @@ def main(argv):
            batch_size, FLAGS.jit_compile, precision, batch_size / m["ours"],
            batch_size / m["model_garden"], m["model_garden"] / m["ours"]),
           flush=True)
+    rows.append([config.num_hidden_layers, config.hidden_size, seq_length,
+                 batch_size, FLAGS.jit_compile, precision,
+                 round(batch_size / m["ours"], 1),
+                 round(batch_size / m["model_garden"], 1),
+                 round(m["model_garden"] / m["ours"], 3)])
     for name, step in runs.items() if FLAGS.profile else ():
       times = op_profile.op_times(step, FLAGS.profile)
       print("  %s %s: %.1f ms of op time per step" % (
           name, precision, 1000 * sum(times.values())))
       op_profile.print_top(times, 12, width=40, indent="    ")
+      tables.append(results.table(
+          "%s %s: %.1f ms of op time per step, top op types" % (
+              name, precision, 1000 * sum(times.values())),
+          ["op type", "ms per step", "% of op time"],
+          op_profile.top_rows(times, 12)))
+  speedups = []
   for precision in ours if "float32" in ours else ():
     if precision != "float32":
       print("ours %s / ours float32 = %.2fx" %
             (precision, ours["float32"] / ours[precision]))
+      speedups.append([precision, round(ours["float32"] / ours[precision],
+                                        2)])
+  if FLAGS.record:
+    tables.insert(0, results.table(
+        "Fine-tuning examples/s", ["L", "H", "seq", "batch", "xla",
+                                   "precision", "ours", "model_garden",
+                                   "ours/model_garden"], rows))
+    if speedups:
+      tables.insert(1, results.table("ours against ours float32",
+                                     ["precision", "speed-up"], speedups))
+    results.record(
+        "bench_classifier", tables, results.flag_settings(FLAGS),
+        headline={"fine-tuning %s %s%s: ours/Model Garden" % (
+            SHAPE_NAMES[shape], row[5], " XLA" if FLAGS.jit_compile else ""):
+                  row[-1] for row in rows})
 
 
 if __name__ == "__main__":

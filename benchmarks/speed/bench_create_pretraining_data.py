@@ -10,6 +10,7 @@ whether memory stays flat as the corpus doubles (from x1, where shards are
 smaller than the 4 MB cap, and from x2, where both are at it).
 
   .venv/bin/python benchmarks/speed/bench_create_pretraining_data.py [--megabytes=20]
+      [--norecord]
 """
 
 import os
@@ -21,6 +22,10 @@ import time
 import psutil
 
 REPO = os.path.abspath(os.path.join(__file__, "../../.."))
+sys.path.insert(0, REPO)
+
+from benchmarks.lib import results  # pylint: disable=g-import-not-at-top
+
 DATA = os.path.join(os.path.dirname(REPO), "shared", "data")
 SOURCES = [os.path.join(DATA, "corpus", name) for name in
            ("gutenberg_pretrain.txt", "wikitext2_test_pretrain.txt")]
@@ -67,6 +72,7 @@ def main():
   for arg in sys.argv[1:]:
     if arg.startswith("--megabytes="):
       megabytes = float(arg.split("=", 1)[1])
+  record = results.record_wanted(sys.argv[1:])
   with tempfile.TemporaryDirectory() as tmp:
     corpora = {}
     for scale in (1, 2, 4):
@@ -78,6 +84,7 @@ def main():
              "--max_predictions_per_seq=20", "--masked_lm_prob=0.15",
              "--random_seed=12345", "--dupe_factor=2", "--short_seq_prob=0.1"]
     python = sys.executable
+    rows = []
 
     def run(name, scale, command):
       path, size = corpora[scale]
@@ -87,31 +94,54 @@ def main():
       os.remove(output)
       print("%-34s %6.1f MB corpus  %7.1f s  peak RSS %7.0f MB" %
             (name, size, seconds, rss), flush=True)
+      rows.append([name, round(size, 1), round(seconds, 1), round(rss)])
       return seconds, rss
 
     print("dupe_factor=2, max_seq_length=128, %d CPUs" % os.cpu_count())
     script = [python, os.path.join(REPO, "create_pretraining_data.py")]
-    results = {}
+    runs = {}
     for scale in (1, 2):
-      results["port", scale] = run("tf-models-official port", scale, [
+      runs["port", scale] = run("tf-models-official port", scale, [
           python, "-m", "official.nlp.data.create_pretraining_data"])
       for workers in (1, 2):
-        results[workers, scale] = run(
+        runs[workers, scale] = run(
             "ours, %d worker%s" % (workers, "s" * (workers > 1)), scale,
             script + ["--num_workers=%d" % workers])
-    results[2, 4] = run("ours, 2 workers", 4, script + ["--num_workers=2"])
+    runs[2, 4] = run("ours, 2 workers", 4, script + ["--num_workers=2"])
+    ratios = []
     for scale in (1, 2):
-      port_seconds, port_rss = results["port", scale]
+      port_seconds, port_rss = runs["port", scale]
       for workers in (1, 2):
-        seconds, rss = results[workers, scale]
+        seconds, rss = runs[workers, scale]
         print("%.1f MB, %d worker%s: speed-up vs port %.2fx, peak RSS vs "
               "port %.2fx" % (corpora[scale][1], workers,
                               "s" * (workers > 1), port_seconds / seconds,
                               rss / port_rss))
+        ratios.append([round(corpora[scale][1], 1), workers,
+                       round(port_seconds / seconds, 2),
+                       round(rss / port_rss, 2)])
+    growth = []
     for small, large in ((1, 2), (2, 4)):
       print("2 workers, corpus x%d vs x%d: peak RSS %.2fx, time %.2fx" %
-            (large, small, results[2, large][1] / results[2, small][1],
-             results[2, large][0] / results[2, small][0]))
+            (large, small, runs[2, large][1] / runs[2, small][1],
+             runs[2, large][0] / runs[2, small][0]))
+      growth.append(["x%d vs x%d" % (large, small),
+                     round(runs[2, large][1] / runs[2, small][1], 2),
+                     round(runs[2, large][0] / runs[2, small][0], 2)])
+    if record:
+      results.record(
+          "bench_create_pretraining_data",
+          [results.table("Runs (dupe_factor=2, max_seq_length=128)",
+                         ["run", "corpus MB", "seconds", "peak RSS MB"],
+                         rows),
+           results.table("Ours against the port",
+                         ["corpus MB", "workers", "speed-up vs port",
+                          "peak RSS vs port"], ratios),
+           results.table("2 workers as the corpus doubles",
+                         ["corpora", "peak RSS", "time"], growth)],
+          {"megabytes": megabytes},
+          headline={"create_pretraining_data, 1 worker: ours/port":
+                    ratios[2][2]})
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from benchmarks.lib import results
 from benchmarks.lib import timing
 import modeling
 from tests import reference
@@ -26,6 +27,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_integer("repeats", 10, "Timed runs per model and shape.")
 flags.DEFINE_bool("jit_compile", False, "Compile both models with XLA.")
 flags.DEFINE_string("shapes", "base,small", "Comma-separated: base, small.")
+results.define_flags()
 
 SHAPES = {
     # BERT-Base at the fine-tuning recipe's sequence length.
@@ -51,6 +53,11 @@ def make_batch(config, batch_size, seq_length):
 
 
 def bench_shape(name):
+  """Times both models at one shape; prints a line.
+
+  Returns:
+    the line's numbers, a row of main's table.
+  """
   fields, batch_size, seq_length = SHAPES[name]
   config = modeling.BertConfig(**fields)
   ids, mask, segments = make_batch(config, batch_size, seq_length)
@@ -78,14 +85,28 @@ def bench_shape(name):
          seq_length, batch_size / medians["ours"],
          batch_size / medians["model_garden"],
          medians["model_garden"] / medians["ours"]), flush=True)
+  return [name, config.num_hidden_layers, config.hidden_size, batch_size,
+          seq_length, round(batch_size / medians["ours"], 1),
+          round(batch_size / medians["model_garden"], 1),
+          round(medians["model_garden"] / medians["ours"], 3)]
 
 
 def main(argv):
   del argv
   print("TensorFlow %s, %d CPU threads, jit_compile=%s, %d repeats (medians)" %
         (tf.__version__, os.cpu_count(), FLAGS.jit_compile, FLAGS.repeats))
-  for name in FLAGS.shapes.split(","):
-    bench_shape(name)
+  rows = [bench_shape(name) for name in FLAGS.shapes.split(",")]
+  if FLAGS.record:
+    results.record(
+        "bench_encoder",
+        [results.table("Inference, examples/s (jit_compile=%s)" %
+                       FLAGS.jit_compile,
+                       ["shape", "L", "H", "batch", "seq", "ours",
+                        "model_garden", "ours/model_garden"], rows)],
+        results.flag_settings(FLAGS),
+        headline={"inference BERT-Base%s: ours/Model Garden" %
+                  (" XLA" if FLAGS.jit_compile else ""): row[-1]
+                  for row in rows if row[0] == "base"})
 
 
 if __name__ == "__main__":

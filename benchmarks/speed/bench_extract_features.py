@@ -32,6 +32,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from benchmarks.lib import results
 from benchmarks.lib import timing
 from benchmarks.lib.shapes import SHAPES
 import extract_features
@@ -44,6 +45,7 @@ from tests.conftest import SHARED_DATA
 FLAGS = flags.FLAGS
 flags.DEFINE_string("shapes", "small,base", "Comma-separated: small, base.")
 flags.DEFINE_integer("repeats", 3, "Timed runs of each variant.")
+results.define_flags()
 
 
 def run(output_file, trim, formatter):
@@ -74,6 +76,8 @@ def max_difference(path, other):
 
 
 def bench(name, directory, num_lines):
+  """Times the variants at one shape; prints a line and returns its
+  numbers, a row."""
   config = modeling.BertConfig(vocab_size=30522, type_vocab_size=2,
                                **SHAPES[name])
   config_file = os.path.join(directory, name + "_config.json")
@@ -97,6 +101,7 @@ def bench(name, directory, num_lines):
   with open(outputs["ours"], "rb") as f, open(outputs["per_float_json"],
                                               "rb") as g:
     identical = f.read() == g.read()
+  difference = max_difference(outputs["ours"], outputs["full_length"])
   print("%-5s L=%d H=%d, %s lines: ours %.1f s, per_float_json %.1f s "
         "(ratio %.2f, outputs byte-identical: %s), full_length %.1f s "
         "(ratio %.2f, max |value difference| %.1e)" % (
@@ -104,8 +109,13 @@ def bench(name, directory, num_lines):
             num_lines, medians["ours"], medians["per_float_json"],
             medians["per_float_json"] / medians["ours"], identical,
             medians["full_length"], medians["full_length"] / medians["ours"],
-            max_difference(outputs["ours"], outputs["full_length"])),
-        flush=True)
+            difference), flush=True)
+  return [name, config.num_hidden_layers, config.hidden_size, num_lines,
+          round(medians["ours"], 1), round(medians["per_float_json"], 1),
+          round(medians["per_float_json"] / medians["ours"], 2), identical,
+          round(medians["full_length"], 1),
+          round(medians["full_length"] / medians["ours"], 2),
+          float("%.1e" % difference)]
 
 
 def main(argv):
@@ -129,8 +139,20 @@ def main(argv):
   FLAGS.layers = "-1,-2,-3,-4"
   print("TensorFlow %s, %d CPUs, %d repeats (medians of whole runs)" %
         (tf.__version__, os.cpu_count(), FLAGS.repeats))
-  for name in FLAGS.shapes.split(","):
-    bench(name, directory, len(sentences))
+  rows = [bench(name, directory, len(sentences))
+          for name in FLAGS.shapes.split(",")]
+  if FLAGS.record:
+    results.record(
+        "bench_extract_features",
+        [results.table(
+            "extract_features.py end to end on SST-2 dev, seconds",
+            ["shape", "L", "H", "lines", "ours", "per_float_json",
+             "per_float_json/ours", "byte-identical", "full_length",
+             "full_length/ours", "max |value difference|"], rows)],
+        results.flag_settings(FLAGS),
+        headline={"extract_features %s: ours/original JSON formatting" % (
+            "BERT-Base" if row[0] == "base" else "L=%d H=%d" % (
+                row[1], row[2])): row[6] for row in rows})
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ import tf_keras
 from official.nlp.modeling import models
 
 from benchmarks.lib import model_garden
+from benchmarks.lib import results
 from benchmarks.lib import train_steps
 from benchmarks.lib import timing
 import modeling
@@ -48,6 +49,7 @@ flags.DEFINE_float("peak_tflops", 989.0, "The device's dense peak for the "
                    "precision (H100/H200 bfloat16: 989).")
 flags.DEFINE_bool("tiny", False, "A 2-layer H=64 model, small batches: a "
                   "quick check that the script runs (e.g. on CPU).")
+results.define_flags()
 
 MODELS = {
     "base": dict(hidden_size=768, num_hidden_layers=12,
@@ -104,19 +106,25 @@ def classifier_steps(config, batch_size, seq_length):
 
 
 def report(kind, name, config, batch_size, seq_length, flops, medians):
-  """Prints one line of sequences/s, MFU and the ratio."""
+  """Prints one line of sequences/s, MFU and the ratio; returns them, a
+  row."""
   cells = []
+  row = [kind, name, config.num_hidden_layers, config.hidden_size,
+         seq_length, batch_size, FLAGS.precision, FLAGS.xla]
   for side in ("ours", "model_garden"):
     seconds = medians[side]
     cells.append("%s %.1f seq/s MFU %.1f%%" % (
         side, batch_size / seconds,
         100 * flops / seconds / (FLAGS.peak_tflops * 1e12)))
+    row += [round(batch_size / seconds, 1),
+            round(100 * flops / seconds / (FLAGS.peak_tflops * 1e12), 1)]
   print("%s %s L=%d H=%d seq=%d batch=%d %s xla=%s: %s; ratio "
         "ours/model_garden = %.3f" %
         (kind, name, config.num_hidden_layers, config.hidden_size,
          seq_length, batch_size, FLAGS.precision, FLAGS.xla,
          ", ".join(cells), medians["model_garden"] / medians["ours"]),
         flush=True)
+  return row + [round(medians["model_garden"] / medians["ours"], 3)]
 
 
 def main(argv):
@@ -126,6 +134,7 @@ def main(argv):
   print("TensorFlow %s, devices %s" % (tf.__version__, [
       d.device_type for d in tf.config.list_physical_devices()]))
   names = ["tiny"] if FLAGS.tiny else FLAGS.models
+  rows = []
   for name in names:
     for seq_length in [int(s) for s in FLAGS.seq_lengths]:
       config = modeling.BertConfig(vocab_size=30522, type_vocab_size=2,
@@ -142,17 +151,32 @@ def main(argv):
       medians = timing.alternated_medians(
           {k: (lambda fn=fn: float(fn())) for k, fn in steps.items()},
           FLAGS.repeats)
-      report("pretraining", name, config, batch_size, seq_length,
-             step_flops(config, batch_size, seq_length,
-                        batch_size * predictions, config.vocab_size),
-             medians)
+      rows.append(report("pretraining", name, config, batch_size, seq_length,
+                         step_flops(config, batch_size, seq_length,
+                                    batch_size * predictions,
+                                    config.vocab_size), medians))
       ours, theirs = classifier_steps(config, batch_size, seq_length)
       medians = timing.alternated_medians(
           {"ours": lambda: float(ours()),
            "model_garden": lambda: float(theirs())}, FLAGS.repeats)
-      report("finetuning", name, config, batch_size, seq_length,
-             step_flops(config, batch_size, seq_length, batch_size, 2),
-             medians)
+      rows.append(report("finetuning", name, config, batch_size,
+                         seq_length, step_flops(config, batch_size,
+                                                seq_length, batch_size, 2),
+                         medians))
+  if FLAGS.record:
+    device = results.device_name()
+    results.record(
+        "bench_gpu",
+        [results.table(
+            "Sequences/s and MFU (against %g TFLOP/s) on %s" % (
+                FLAGS.peak_tflops, device),
+            ["kind", "model", "L", "H", "seq", "batch", "precision", "xla",
+             "ours seq/s", "ours MFU %", "model_garden seq/s",
+             "model_garden MFU %", "ours/model_garden"], rows)],
+        results.flag_settings(FLAGS, device=device),
+        headline={"%s BERT-Base seq 128 on %s: ours/Model Garden" % (
+            row[0], device): row[-1]
+                  for row in rows if row[1] == "base" and row[4] == 128})
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from benchmarks.lib import results
 import modeling
 from runner_lib.core import training
 from runner_lib.pretraining import task as pretraining
@@ -37,6 +38,7 @@ flags.DEFINE_float("peak_tflops", 989.0,
 flags.DEFINE_integer("repeats", 10, "Timed steps.")
 flags.DEFINE_bool("bfloat16", True, "mixed_bfloat16 compute.")
 flags.DEFINE_bool("use_xla", True, "jit_compile the step.")
+results.define_flags()
 
 MODELS = {
     "tiny": dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
@@ -59,6 +61,8 @@ def model_flops(config, params, batch, seq):
 
 
 def bench(shape):
+  """Times one MODEL-SEQ shape; prints a line and returns its numbers, a
+  row."""
   name, seq = shape.split("-")
   seq = int(seq)
   config = modeling.BertConfig(vocab_size=30522, type_vocab_size=2,
@@ -101,6 +105,9 @@ def bench(shape):
                         flops / seconds / 1e12,
                         100 * flops / seconds / 1e12 / FLAGS.peak_tflops),
         flush=True)
+  return [name, seq, batch_size, round(batch_size / seconds, 1),
+          round(flops / seconds / 1e12, 1),
+          round(100 * flops / seconds / 1e12 / FLAGS.peak_tflops, 1)]
 
 
 def main(argv):
@@ -110,8 +117,18 @@ def main(argv):
   print("TensorFlow %s, devices: %s, bf16=%s, xla=%s" % (
       tf.__version__, [d.name for d in tf.config.list_physical_devices()],
       FLAGS.bfloat16, FLAGS.use_xla))
-  for shape in FLAGS.shapes.split(","):
-    bench(shape)
+  rows = [bench(shape) for shape in FLAGS.shapes.split(",")]
+  if FLAGS.record:
+    device = results.device_name()
+    # Ours alone, no peer: no headline.
+    results.record(
+        "bench_gpu_pretraining",
+        [results.table(
+            "Pre-training on %s (MFU against %g TFLOP/s)" % (
+                device, FLAGS.peak_tflops),
+            ["model", "seq", "batch", "sequences/s", "TFLOP/s", "MFU %"],
+            rows)],
+        results.flag_settings(FLAGS, device=device))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 import numpy as np
 
+from benchmarks.lib import results
 import modeling
 from tests import reference
 from tests.conftest import SHARED_DATA
@@ -57,6 +58,7 @@ flags.DEFINE_bool("variants", True,
 flags.DEFINE_string("hf_python", os.path.join(ROOT, ".venv-hf", "bin",
                                               "python"),
                     "Python with torch and transformers (make .venv-hf).")
+results.define_flags()
 
 MINILM_L6 = dict(vocab_size=30522, hidden_size=384, num_hidden_layers=6,
                  num_attention_heads=12, intermediate_size=1536,
@@ -181,18 +183,46 @@ def main(argv):
   for key in runs:
     print("  %-14s %-8s %7.1f s  dev accuracy %.4f" %
           (key + (m[key], accuracy[key])))
+  ratios = []
   for precision in precisions:
     print("  %s: ratio HF longest/ours = %.2f" % (
         precision, m["hf_longest", precision] / m["ours", precision]))
+    ratios.append(["%s: HF longest/ours" % precision,
+                   m["hf_longest", precision] / m["ours", precision]])
   if "float32" in precisions and "bfloat16" in precisions:
     print("  ours bfloat16 / ours float32 = %.2fx, HF bfloat16 / HF float32 "
           "= %.2fx" % (m["ours", "float32"] / m["ours", "bfloat16"],
                        m["hf_longest", "float32"] /
                        m["hf_longest", "bfloat16"]))
+    ratios += [["ours bfloat16/ours float32",
+                m["ours", "float32"] / m["ours", "bfloat16"]],
+               ["HF bfloat16/HF float32",
+                m["hf_longest", "float32"] / m["hf_longest", "bfloat16"]]]
   if FLAGS.variants:
     print("  ratio HF longest/ours bucketed = %.2f, HF 128/ours full = %.2f" %
           (m["hf_longest", "float32"] / m["ours_bucketed", "float32"],
            m["hf_max_length", "float32"] / m["ours_full", "float32"]))
+    ratios += [["HF longest/ours bucketed", m["hf_longest", "float32"] /
+                m["ours_bucketed", "float32"]],
+               ["HF 128/ours full", m["hf_max_length", "float32"] /
+                m["ours_full", "float32"]]]
+  if FLAGS.record:
+    results.record(
+        "bench_hf_classifier",
+        [results.table(
+            "MRPC, MiniLM-L6 shape, 1 epoch + dev eval, end to end, "
+            "seconds (%s weights)" % FLAGS.weights,
+            ["run", "precision", "seconds", "dev accuracy"],
+            [[name, precision, round(m[name, precision], 1),
+              round(accuracy[name, precision], 4)]
+             for name, precision in runs]),
+         results.table("Ratios of seconds", ["comparison", "ratio"],
+                       [[name, round(ratio, 2)] for name, ratio in ratios])],
+        results.flag_settings(FLAGS),
+        headline={"run_classifier MRPC end to end %s: ours/HuggingFace" %
+                  precision: round(m["hf_longest", precision] /
+                                   m["ours", precision], 2)
+                  for precision in precisions})
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ Prints wall times, the TF run's phases, ratios, and whether the two vocab
 files are identical.
 
   .venv/bin/python benchmarks/speed/bench_learn_vocab.py [--megabytes=5]
+      [--norecord]
 """
 
 import json
@@ -26,6 +27,7 @@ import time
 REPO = os.path.abspath(os.path.join(__file__, "../../.."))
 sys.path.insert(0, REPO)
 
+from benchmarks.lib import results  # pylint: disable=g-import-not-at-top
 from benchmarks.speed import bench_create_pretraining_data  # pylint: disable=g-import-not-at-top
 
 # The replaced pipeline, run as a script: prints its phases as JSON.
@@ -74,6 +76,8 @@ def main():
   for arg in sys.argv[1:]:
     if arg.startswith("--megabytes="):
       megabytes = float(arg.split("=", 1)[1])
+  record = results.record_wanted(sys.argv[1:])
+  rows = []
   print("vocab_size=30522, num_unused=99, %d CPUs" % os.cpu_count())
   with tempfile.TemporaryDirectory() as tmp:
     corpus = os.path.join(tmp, "corpus.txt")
@@ -96,6 +100,20 @@ def main():
                 size / 1e6, theirs_seconds, phases["import"], phases["count"],
                 phases["learn"], ours_seconds, theirs_seconds / ours_seconds,
                 identical), flush=True)
+      rows.append([round(size / 1e6, 1), round(theirs_seconds, 1),
+                   round(phases["import"], 1), round(phases["count"], 1),
+                   round(phases["learn"], 1), round(ours_seconds, 1),
+                   round(theirs_seconds / ours_seconds, 1), identical])
+  if record:
+    results.record(
+        "bench_learn_vocab",
+        [results.table(
+            "Learning a 30522-entry vocab, seconds: TF (the replaced "
+            "pipeline) vs ours (learn_vocab.py)",
+            ["corpus MB", "TF", "TF import", "TF count", "TF learn", "ours",
+             "TF/ours", "vocabs identical"], rows)],
+        {"megabytes": megabytes},
+        headline={"learn_vocab: ours/TensorFlow pipeline": rows[-1][6]})
 
 
 if __name__ == "__main__":

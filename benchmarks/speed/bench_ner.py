@@ -24,6 +24,7 @@ import tensorflow as tf
 from official.nlp.modeling import models
 
 from benchmarks.lib import model_garden
+from benchmarks.lib import results
 from benchmarks.lib import timing
 import modeling
 from runner_lib.core import training
@@ -35,6 +36,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_integer("repeats", 5, "Timed steps per model.")
 flags.DEFINE_bool("small", False, "L=4 H=256 instead of BERT-Base.")
 flags.DEFINE_bool("jit_compile", False, "XLA on both sides.")
+results.define_flags()
 
 
 def main(argv):
@@ -82,6 +84,22 @@ def main(argv):
         (config.num_hidden_layers, config.hidden_size, seq_length, batch_size,
          FLAGS.jit_compile, batch_size / m["ours"],
          batch_size / m["model_garden"], m["model_garden"] / m["ours"]))
+  if FLAGS.record:
+    ratio = round(m["model_garden"] / m["ours"], 3)
+    results.record(
+        "bench_ner",
+        [results.table(
+            "NER fine-tuning examples/s",
+            ["L", "H", "seq", "batch", "xla", "ours", "model_garden",
+             "ours/model_garden"],
+            [[config.num_hidden_layers, config.hidden_size, seq_length,
+              batch_size, FLAGS.jit_compile,
+              round(batch_size / m["ours"], 1),
+              round(batch_size / m["model_garden"], 1), ratio]])],
+        results.flag_settings(FLAGS),
+        headline={"NER fine-tuning %s%s: ours/Model Garden" % (
+            "L=4 H=256" if FLAGS.small else "BERT-Base",
+            " XLA" if FLAGS.jit_compile else ""): ratio})
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from absl import flags
 import tensorflow as tf
 import tf_keras
 
+from benchmarks.lib import results
 from benchmarks.lib import train_steps
 from benchmarks.lib import timing
 import modeling
@@ -37,6 +38,11 @@ flags.DEFINE_string("shapes", "small,base", "Comma-separated: small, base.")
 flags.DEFINE_string("xla", "false,true", "Comma-separated jit_compile values.")
 flags.DEFINE_string("precision", "float32,bfloat16",
                     "Comma-separated: float32, bfloat16.")
+results.define_flags()
+
+COLUMNS = ["shape", "L", "H", "batch", "seq", "xla", "precision", "variant",
+           "steps/s", "model_garden steps/s", "variant/model_garden",
+           "GFLOP/s", "% of matmul peak"]
 
 
 def bench(name, jit_compile, precision, peak):
@@ -49,7 +55,8 @@ def bench(name, jit_compile, precision, peak):
   model under Keras' mixed_bfloat16 policy, as Model Garden's is.
 
   Returns:
-    dict variant -> median seconds per step.
+    (dict variant -> median seconds per step, the lines' numbers: rows
+    under COLUMNS).
   """
   fields, batch_size, seq_length, predictions = train_steps.SHAPES[name]
   config = modeling.BertConfig(**fields)
@@ -77,6 +84,7 @@ def bench(name, jit_compile, precision, peak):
   medians = timing.alternated_medians(
       {k: (lambda fn=fn: float(fn())) for k, fn in runs.items()},
       FLAGS.repeats)
+  rows = []
   for variant in [k for k in runs if k != "model_garden"]:
     flops = train_steps.step_flops(config, batch_size, seq_length,
                                    predictions) / medians[variant]
@@ -88,7 +96,13 @@ def bench(name, jit_compile, precision, peak):
            1 / medians[variant], 1 / medians["model_garden"], variant,
            medians["model_garden"] / medians[variant], flops / 1e9,
            100 * flops / peak), flush=True)
-  return medians
+    rows.append([name, config.num_hidden_layers, config.hidden_size,
+                 batch_size, seq_length, jit_compile, precision, variant,
+                 round(1 / medians[variant], 2),
+                 round(1 / medians["model_garden"], 2),
+                 round(medians["model_garden"] / medians[variant], 3),
+                 round(flops / 1e9), round(100 * flops / peak)])
+  return medians, rows
 
 
 def main(argv):
@@ -97,6 +111,7 @@ def main(argv):
         (tf.__version__, os.cpu_count(), FLAGS.repeats))
   precisions = FLAGS.precision.split(",")
   peaks = {}
+  rows, speedups = [], []
   for precision in precisions:
     peaks[precision] = timing.matmul_flops(getattr(tf, precision))
     print("matmul peak (2048 x 2048, %s): %.0f GFLOP/s" %
@@ -105,12 +120,30 @@ def main(argv):
     for xla in FLAGS.xla.split(","):
       ours = {}
       for precision in precisions:
-        ours[precision] = bench(name, xla == "true", precision,
-                                peaks[precision])["ours"]
+        medians, lines = bench(name, xla == "true", precision,
+                               peaks[precision])
+        ours[precision] = medians["ours"]
+        rows += lines
       if "float32" in ours and "bfloat16" in ours:
         print("%-5s xla=%-5s ours bfloat16 / ours float32 = %.2fx" %
               (name, xla == "true", ours["float32"] / ours["bfloat16"]),
               flush=True)
+        speedups.append([name, xla == "true", round(
+            ours["float32"] / ours["bfloat16"], 2)])
+  if FLAGS.record:
+    tables = [
+        results.table("Matmul peak (2048 x 2048), GFLOP/s",
+                      ["precision", "GFLOP/s"],
+                      [[p, round(peaks[p] / 1e9)] for p in precisions]),
+        results.table("Pre-training steps/s", COLUMNS, rows)]
+    if speedups:
+      tables.append(results.table("ours bfloat16 / ours float32",
+                                  ["shape", "xla", "speed-up"], speedups))
+    results.record(
+        "bench_pretraining", tables, results.flag_settings(FLAGS),
+        headline={"pre-training BERT-Base %s: ours/Model Garden" % row[6]:
+                  row[10] for row in rows
+                  if row[0] == "base" and not row[5] and row[7] == "ours"})
 
 
 if __name__ == "__main__":

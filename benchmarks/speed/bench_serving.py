@@ -36,6 +36,7 @@ import tensorflow as tf
 
 from official.nlp.modeling import models
 
+from benchmarks.lib import results
 from benchmarks.lib import timing
 from benchmarks.lib.shapes import SHAPES
 import modeling
@@ -57,6 +58,7 @@ flags.DEFINE_string("init_checkpoint", None,
 flags.DEFINE_string("bert_config_file", None, "The checkpoint's config.")
 flags.DEFINE_integer("agreement_rows", 408,
                      "MRPC dev pairs compared between the precisions.")
+results.define_flags()
 
 SEQ = 128
 
@@ -145,6 +147,7 @@ def main(argv):
     configs = {shape: modeling.BertConfig(vocab_size=30522, type_vocab_size=2,
                                           **SHAPES[shape])
                for shape in FLAGS.shapes.split(",")}
+  speed_rows, bf16_rows, agreement_rows = [], [], []
   for shape, config in configs.items():
     ours_path = os.path.join(directory, shape + "_ours")
     weights = export_ours(config, vocab_file, ours_path, "float32",
@@ -185,18 +188,52 @@ def main(argv):
              1000 * m["ours"], batch / m["ours"], 1000 * m["model_garden"],
              batch / m["model_garden"], m["model_garden"] / m["ours"]),
             flush=True)
+      speed_rows.append([shape, config.num_hidden_layers,
+                         config.hidden_size, SEQ, batch,
+                         round(1000 * m["ours"], 1),
+                         round(batch / m["ours"], 1),
+                         round(1000 * m["model_garden"], 1),
+                         round(batch / m["model_garden"], 1),
+                         round(m["model_garden"] / m["ours"], 3)])
       if "ours_bf16" in m:
         print("%s batch=%d: ours bfloat16 %.1f ms (%.1f examples/s), ratio "
               "ours bfloat16/ours float32 = %.3f, /model_garden = %.3f" %
               (shape, batch, 1000 * m["ours_bf16"], batch / m["ours_bf16"],
                m["ours"] / m["ours_bf16"],
                m["model_garden"] / m["ours_bf16"]), flush=True)
+        bf16_rows.append([shape, batch, round(1000 * m["ours_bf16"], 1),
+                          round(batch / m["ours_bf16"], 1),
+                          round(m["ours"] / m["ours_bf16"], 3),
+                          round(m["model_garden"] / m["ours_bf16"], 3)])
     if "ours_bf16" in served:
       largest, agree, rows = agreement(served["ours"], served["ours_bf16"],
                                        FLAGS.agreement_rows)
       print("%s: bfloat16 vs float32 on %d MRPC dev pairs: labels agree on "
             "%.2f%%, probabilities differ by at most %.4f" %
             (shape, rows, 100 * agree, largest), flush=True)
+      agreement_rows.append([shape, rows, round(100 * agree, 2),
+                             round(largest, 4)])
+  if FLAGS.record:
+    tables = [results.table(
+        "Serving from raw strings (seq %d): ours vs Model Garden + "
+        "tokenizer" % SEQ,
+        ["shape", "L", "H", "seq", "batch", "ours ms", "ours examples/s",
+         "model_garden ms", "model_garden examples/s", "ours/model_garden"],
+        speed_rows)]
+    if bf16_rows:
+      tables.append(results.table(
+          "ours exported in bfloat16",
+          ["shape", "batch", "ms", "examples/s", "ours bfloat16/ours float32",
+           "ours bfloat16/model_garden"], bf16_rows))
+    if agreement_rows:
+      tables.append(results.table(
+          "bfloat16 against float32 on MRPC dev pairs",
+          ["shape", "pairs", "labels agree %", "max probability difference"],
+          agreement_rows))
+    results.record(
+        "bench_serving", tables, results.flag_settings(FLAGS),
+        headline={"serving BERT-Base batch %d: ours/Model Garden" % row[4]:
+                  row[-1] for row in speed_rows if row[0] == "base"})
 
 
 if __name__ == "__main__":

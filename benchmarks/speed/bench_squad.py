@@ -37,6 +37,7 @@ from official.nlp.modeling import models
 from official.nlp.tools import tokenization as mg_tokenization
 
 from benchmarks.lib import model_garden
+from benchmarks.lib import results
 from benchmarks.lib import timing
 import modeling
 from runner_lib.core import training
@@ -64,6 +65,7 @@ flags.DEFINE_bool("small", False,
 flags.DEFINE_integer("batch_size", None,
                      "Fine-tuning batch (default 4; 16 with --small).")
 flags.DEFINE_bool("jit_compile", False, "XLA on both sides (fine-tuning).")
+results.define_flags()
 
 # (file name, version_2_with_negative); both converted in prediction mode.
 SQUAD_FILES = (("dev-v1.1.subset-Super_Bowl_50.json", False),
@@ -107,12 +109,16 @@ def convert_theirs(path, version_2):
 
 
 def bench_features():
-  """Part 1: features/s on each SQuAD file, both sides alternated."""
+  """Part 1: features/s on each SQuAD file, both sides alternated.
+
+  Returns:
+    a row of the printed numbers per file timed (none where skipped).
+  """
   for path in (FLAGS.squad_dir, FLAGS.vocab_file):
     if not os.path.exists(path):
       print("features: skipped, %s is missing (set --squad_dir / "
             "--vocab_file)" % os.path.abspath(path))
-      return
+      return []
   files = []
   for name, version_2 in SQUAD_FILES:
     path = os.path.join(FLAGS.squad_dir, name)
@@ -122,12 +128,13 @@ def bench_features():
       print("features: skipped %s, %s is missing" %
             (name, os.path.abspath(path)))
   if not files:
-    return
+    return []
   runs = {"ours": convert_ours, "squad_lib": convert_theirs}
   # Warm-up, untimed: imports, first-call costs.
   first = os.path.join(FLAGS.squad_dir, files[0][0])
   for fn in runs.values():
     fn(first, files[0][1])
+  rows = []
   for name, version_2 in files:
     path = os.path.join(FLAGS.squad_dir, name)
     times = {k: [] for k in runs}
@@ -148,10 +155,19 @@ def bench_features():
           (name, FLAGS.max_seq_length, count, m["ours"], count / m["ours"],
            count, m["squad_lib"], count / m["squad_lib"],
            m["squad_lib"] / m["ours"], same, count))
+    rows.append([name, version_2, FLAGS.max_seq_length, count,
+                 round(m["ours"], 2), round(count / m["ours"]),
+                 round(m["squad_lib"], 2), round(count / m["squad_lib"]),
+                 round(m["squad_lib"] / m["ours"], 2), same])
+  return rows
 
 
 def bench_finetune():
-  """Part 2: fine-tuning examples/s at seq 384, both sides alternated."""
+  """Part 2: fine-tuning examples/s at seq 384, both sides alternated.
+
+  Returns:
+    the printed numbers, a row.
+  """
   fields = (dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
                  intermediate_size=1024) if FLAGS.small else {})
   config = modeling.BertConfig(vocab_size=30522, type_vocab_size=2, **fields)
@@ -195,6 +211,10 @@ def bench_finetune():
         (config.num_hidden_layers, config.hidden_size, seq_length, batch_size,
          FLAGS.jit_compile, batch_size / m["ours"],
          batch_size / m["model_garden"], m["model_garden"] / m["ours"]))
+  return [config.num_hidden_layers, config.hidden_size, seq_length,
+          batch_size, FLAGS.jit_compile, round(batch_size / m["ours"], 2),
+          round(batch_size / m["model_garden"], 2),
+          round(m["model_garden"] / m["ours"], 3)]
 
 
 def main(argv):
@@ -202,10 +222,30 @@ def main(argv):
   # Both converters log their first 20 features in full at INFO; keep that
   # (and its terminal I/O) out of the output and the timings.
   logging.set_verbosity(logging.WARNING)
+  tables, headline = [], {}
   if FLAGS.part in ("all", "features"):
-    bench_features()
+    rows = bench_features()
+    if rows:
+      tables.append(results.table(
+          "Feature conversion (prediction mode): ours vs squad_lib",
+          ["file", "version_2", "seq", "features", "ours s",
+           "ours features/s", "squad_lib s", "squad_lib features/s",
+           "ours/squad_lib", "identical input_ids"], rows))
+    for row in rows:
+      headline["SQuAD %s feature conversion: ours/squad_lib" % (
+          "v2.0" if row[1] else "v1.1")] = row[8]
   if FLAGS.part in ("all", "finetune"):
-    bench_finetune()
+    row = bench_finetune()
+    tables.append(results.table(
+        "Fine-tuning examples/s", ["L", "H", "seq", "batch", "xla", "ours",
+                                   "model_garden", "ours/model_garden"],
+        [row]))
+    headline["SQuAD fine-tuning %s%s: ours/Model Garden" % (
+        "L=4 H=256" if FLAGS.small else "BERT-Base",
+        " XLA" if FLAGS.jit_compile else "")] = row[-1]
+  if FLAGS.record and tables:
+    results.record("bench_squad", tables, results.flag_settings(FLAGS),
+                   headline=headline)
 
 
 if __name__ == "__main__":

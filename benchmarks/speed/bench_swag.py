@@ -22,6 +22,7 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from benchmarks.lib import results
 from benchmarks.lib import timing
 import modeling
 from runner_lib.classifier import task as classifier
@@ -31,6 +32,7 @@ from runner_lib.swag import task as swag
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("repeats", 5, "Timed steps per task.")
 flags.DEFINE_bool("small", False, "L=4 H=256 instead of BERT-Base.")
+results.define_flags()
 
 
 def pair_batch(rng, shape, seq_length):
@@ -75,6 +77,20 @@ def main(argv):
         (config.num_hidden_layers, config.hidden_size, seq_length, batch_size,
          batch_size / m["swag"], batch_size / m["classifier"],
          m["classifier"] / m["swag"]))
+  if FLAGS.record:
+    # Not a comparison with a peer: no headline.
+    results.record(
+        "bench_swag",
+        [results.table(
+            "SWAG against a pair classifier, examples/s (0.25 expected: "
+            "4 sequences per example)",
+            ["L", "H", "seq", "batch", "swag", "classifier",
+             "swag/classifier"],
+            [[config.num_hidden_layers, config.hidden_size, seq_length,
+              batch_size, round(batch_size / m["swag"], 2),
+              round(batch_size / m["classifier"], 2),
+              round(m["classifier"] / m["swag"], 3)]])],
+        results.flag_settings(FLAGS))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import tensorflow_text as tf_text
 
 from official.nlp.tools import tokenization as port
 
+from benchmarks.lib import results
 import tokenization
 from tokenization import tokenizers
 from tokenization import wordpiece as wordpiece_lib
@@ -43,6 +44,7 @@ flags.DEFINE_string(
 flags.DEFINE_float("megabytes", 4.0, "How much text to tokenize.")
 flags.DEFINE_integer("repeats", 3, "Timed runs per tokenizer.")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case.")
+results.define_flags()
 
 
 def read_lines(paths, limit_bytes):
@@ -117,6 +119,7 @@ def main(argv):
         (len(lines), size / 2**20, FLAGS.do_lower_case, FLAGS.repeats))
   reference = None
   speeds = {}
+  rows = []
   for name, fn in runs:
     times = []
     for _ in range(FLAGS.repeats):
@@ -138,6 +141,8 @@ def main(argv):
     print("%-30s %7.2f MB/s  ratio to original %6.2fx  (%s)" %
           (name, speeds[name], speeds[name] / speeds[runs[0][0]], agreement),
           flush=True)
+    rows.append([name, round(speeds[name], 2),
+                 round(speeds[name] / speeds[runs[0][0]], 2), agreement])
   print("ratio ours batch_tokenize_ids / FastBertTokenizer = %.2f (as "
         "called: one op per chunk, one after the other); / FastBertTokenizer "
         "on as many threads as ours = %.2f" % (
@@ -145,6 +150,25 @@ def main(argv):
             speeds["TF Text FastBertTokenizer_ids"],
             speeds["ours batch_tokenize_ids"] /
             speeds["TF Text FastBertTokenizer, threads_ids"]))
+  if FLAGS.record:
+    ours_ids = speeds["ours batch_tokenize_ids"]
+    results.record(
+        "bench_tokenizer",
+        [results.table("Tokenization, MB/s of UTF-8 input",
+                       ["tokenizer", "MB/s", "ratio to original", "output"],
+                       rows),
+         results.table(
+             "ours batch_tokenize_ids against TF Text's FastBertTokenizer",
+             ["FastBertTokenizer", "ratio ours/FastBertTokenizer"],
+             [["as called: one op per chunk, one after the other",
+               round(ours_ids / speeds["TF Text FastBertTokenizer_ids"], 2)],
+              ["on as many threads as ours", round(
+                  ours_ids / speeds["TF Text FastBertTokenizer, threads_ids"],
+                  2)]])],
+        results.flag_settings(FLAGS),
+        headline={"tokenizer batch_tokenize_ids: ours/original":
+                  round(ours_ids / speeds[runs[0][0]], 2)},
+        notes=["%d lines, %.2f MB of text" % (len(lines), size / 2**20)])
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ import tensorflow as tf
 from official.nlp.modeling import models
 
 from benchmarks.lib import model_garden
+from benchmarks.lib import results
 from benchmarks.lib.shapes import SHAPES
 import modeling
 from runner_lib.classifier import data as classifier_data
@@ -61,6 +62,7 @@ flags.DEFINE_integer("max_train_steps", 0,
 flags.DEFINE_integer("repeats", 1, "Alternated whole runs per variant.")
 flags.DEFINE_list("tasks", ["mrpc", "sst-2", "conll", "squad"],
                   "Which to run.")
+results.define_flags()
 
 SEQ = 128
 BATCH = 32
@@ -175,7 +177,7 @@ def prediction_ratio(task, path, weights_from=None, repeats=1):
 
 
 def mrpc(shape, config, labels, train, steps, dev):
-  """Prints the MRPC epoch's times and ratios."""
+  """Prints the MRPC epoch's times and ratios; returns them, a row."""
   task = classifier_task.ClassificationTask(config, SEQ, labels)
   trainers = {}
 
@@ -202,12 +204,21 @@ def mrpc(shape, config, labels, train, steps, dev):
          m["model_garden"], m["model_garden"] / m["trim"],
          m["model_garden"] / m["trim_padded"], m["model_garden"] / m["bucket"],
          m["full"] / m["trim"], difference))
+  return [shape, config.num_hidden_layers, config.hidden_size, steps, SEQ,
+          BATCH, round(m["trim"], 1), round(m["trim_padded"], 1),
+          round(m["bucket"], 1), round(m["full"], 1),
+          round(m["model_garden"], 1),
+          round(m["model_garden"] / m["trim"], 2),
+          round(m["model_garden"] / m["trim_padded"], 2),
+          round(m["model_garden"] / m["bucket"], 2),
+          round(m["full"] / m["trim"], 2), float("%.1e" % difference)]
 
 
 def squad_training(shape, config, tokenizer, directory):
   """Prints SQuAD v1.1 training (4 epochs of the Notre Dame train subset,
-  seq 384, stride 128, batch 32) trimmed vs full length. Prediction is
-  not trimmed (see SquadTask.sequence_features)."""
+  seq 384, stride 128, batch 32) trimmed vs full length; returns the
+  numbers, a row. Prediction is not trimmed (see
+  SquadTask.sequence_features)."""
   path = os.path.join(SHARED_DATA, "squad",
                       "train-v1.1.subset-University_of_Notre_Dame.json")
   examples, _ = squad_data.read_squad_examples(path, True, False)
@@ -234,6 +245,9 @@ def squad_training(shape, config, tokenizer, directory):
         "384 batch %d: trimmed %.1f s, full length %.1f s, ratio %.2f" %
         (shape, config.num_hidden_layers, config.hidden_size, count, steps,
          BATCH, m["trim"], m["full"], m["full"] / m["trim"]))
+  return [shape, config.num_hidden_layers, config.hidden_size, count, steps,
+          384, BATCH, round(m["trim"], 1), round(m["full"], 1),
+          round(m["full"] / m["trim"], 2)]
 
 
 def main(argv):
@@ -253,13 +267,14 @@ def main(argv):
       ner_features.convert_sentences(sentences, list(ner_data.LABELS), SEQ,
                                      tokenizer)[0], conll_dev)
   steps = FLAGS.max_train_steps or math.ceil(num_train / BATCH)
+  mrpc_rows, squad_rows, prediction_rows = [], [], []
   for shape in FLAGS.shapes.split(","):
     config = modeling.BertConfig(vocab_size=30522, type_vocab_size=2,
                                  **SHAPES[shape])
     if "mrpc" in FLAGS.tasks:
-      mrpc(shape, config, labels, train, steps, dev)
+      mrpc_rows.append(mrpc(shape, config, labels, train, steps, dev))
     if "squad" in FLAGS.tasks:
-      squad_training(shape, config, tokenizer, directory)
+      squad_rows.append(squad_training(shape, config, tokenizer, directory))
     for key, name, task, path in (
         ("sst-2", "SST-2",
          classifier_task.ClassificationTask(config, SEQ, sst_labels),
@@ -274,6 +289,43 @@ def main(argv):
             "%.2f s, full length %.2f s, ratio %.2f; outputs max |diff| "
             "%.1e" % (shape, config.num_hidden_layers, config.hidden_size,
                       name, SEQ, BATCH, trim, full, full / trim, difference))
+      prediction_rows.append([
+          shape, config.num_hidden_layers, config.hidden_size, name, SEQ,
+          BATCH, round(trim, 2), round(full, 2), round(full / trim, 2),
+          float("%.1e" % difference)])
+  if FLAGS.record:
+    record(results.flag_settings(FLAGS), mrpc_rows, squad_rows,
+           prediction_rows)
+
+
+def record(settings, mrpc_rows, squad_rows, prediction_rows):
+  """Appends the printed numbers, run with settings (the flags), to
+  benchmarks/results/bench_trim.jsonl."""
+  tables = []
+  if mrpc_rows:
+    tables.append(results.table(
+        "MRPC: training steps + dev prediction, seconds",
+        ["shape", "L", "H", "steps", "seq", "batch", "trimmed",
+         "trimmed, computing the padding", "bucketed", "full length",
+         "Model Garden", "trimmed/Model Garden",
+         "computing the padding/Model Garden", "bucketed/Model Garden",
+         "trimmed/full", "dev logits max |diff|"], mrpc_rows))
+  if squad_rows:
+    tables.append(results.table(
+        "SQuAD v1.1 training, 4 epochs, seconds",
+        ["shape", "L", "H", "windows", "steps", "seq", "batch", "trimmed",
+         "full length", "trimmed/full"], squad_rows))
+  if prediction_rows:
+    tables.append(results.table(
+        "Dev prediction, seconds",
+        ["shape", "L", "H", "data set", "seq", "batch", "trimmed",
+         "full length", "trimmed/full", "outputs max |diff|"],
+        prediction_rows))
+  results.record(
+      "bench_trim", tables, settings,
+      headline={"MRPC epoch + dev prediction %s, trimmed: ours/Model "
+                "Garden" % ("BERT-Base" if row[0] == "base" else "L=%d H=%d" %
+                            (row[1], row[2])): row[11] for row in mrpc_rows})
 
 
 if __name__ == "__main__":

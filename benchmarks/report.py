@@ -1,0 +1,544 @@
+"""Renders the docs' benchmark and result tables from benchmarks/results/.
+
+Every number in docs/benchmarks.md, docs/results.md and the README's short
+table comes from the records the benchmarks append (benchmarks/lib/
+results.py), never from a hand: this script reads them all, keeps the
+newest record of each benchmark per machine and settings, and rewrites
+the text between marker lines in the pages,
+
+  <!-- report:begin NAME -->
+  ...
+  <!-- report:end NAME -->
+
+leaving everything else in a page byte for byte. Blocks:
+- docs/benchmarks.md `benchmarks`: a section per machine, a table per
+  benchmark record, newest first; `benchmarks-figure`: a link to
+  docs/img/speed_ratios.png, the speed ratios (ours/peer) per benchmark
+  and machine, drawn here;
+- docs/results.md `results`: quality.py's records, per machine;
+- README.md `glance`: up to 10 headline numbers with machine and date;
+  `quickstart-mrpc`, `quickstart-pretrain`, `quickstart-serving`, `demo`:
+  the output a command printed, from the record of that name.
+
+  .venv/bin/python benchmarks/report.py           # rewrite pages, figure
+  .venv/bin/python benchmarks/report.py --check   # exit 1 where they differ
+
+TensorFlow is never imported; matplotlib only to draw the figure.
+"""
+
+import difflib
+import io
+import json
+import os
+import sys
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, REPO)
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
+
+from benchmarks.lib import results
+
+FLAGS = flags.FLAGS
+flags.DEFINE_bool("check", False,
+                  "Render in memory only; exit 1, one line per block, where "
+                  "a page differs from what the records give (figures: "
+                  "only that they exist).")
+
+BENCHMARKS_PAGE = "docs/benchmarks.md"
+RESULTS_PAGE = "docs/results.md"
+README = "README.md"
+# The figure, relative to the repo and to its page.
+FIGURE = "docs/img/speed_ratios.png"
+FIGURE_LINK = "img/speed_ratios.png"
+
+QUALITY = "quality"
+# Records of a command's output -> what to run to record one.
+OUTPUTS = {
+    "quickstart-mrpc": "the MRPC quick start",
+    "quickstart-pretrain": "the pre-training quick start",
+    "quickstart-serving": "the serving quick start",
+    "demo": "`make demo`",
+}
+# (page, block) in the order they are rendered and reported.
+BLOCKS = ((BENCHMARKS_PAGE, "benchmarks"),
+          (BENCHMARKS_PAGE, "benchmarks-figure"),
+          (RESULTS_PAGE, "results"),
+          (README, "glance")) + tuple((README, name) for name in OUTPUTS)
+
+# The README's short table: headlines of these benchmarks first, in this
+# order (then any other, by name), at most GLANCE_ROWS rows.
+GLANCE_ORDER = ("quality", "bench_pretraining", "bench_classifier",
+                "bench_hf_classifier", "bench_serving", "bench_tokenizer",
+                "bench_create_pretraining_data", "bench_learn_vocab")
+GLANCE_ROWS = 10
+
+# The figure: fixed size per bar and resolution, so the same records give
+# the same bytes.
+FIGURE_WIDTH = 9.0
+FIGURE_DPI = 100
+BAR_HEIGHT = 0.32
+
+
+class ReportError(Exception):
+  """A record, page or marker the report cannot use; one line."""
+
+
+# ---------------------------------------------------------------- records
+
+
+def load_records(results_dir):
+  """Every record in results_dir/*.jsonl, in file and line order.
+
+  Raises:
+    ReportError: a line that is not a record (its file and line named).
+  """
+  records = []
+  if not os.path.isdir(results_dir):
+    return records
+  for name in sorted(os.listdir(results_dir)):
+    if not name.endswith(".jsonl"):
+      continue
+    path = os.path.join(results_dir, name)
+    with open(path, encoding="utf-8") as f:
+      for number, line in enumerate(f, 1):
+        if not line.strip():
+          continue
+        try:
+          entry = json.loads(line)
+          for key in ("benchmark", "settings", "tables", "date", "machine"):
+            entry[key]  # pylint: disable=pointless-statement
+        except (ValueError, KeyError, TypeError) as e:
+          raise ReportError("%s:%d is not a record (%s: %s)." % (
+              path, number, type(e).__name__, e)) from e
+        records.append(entry)
+  return records
+
+
+def settings_key(settings):
+  return json.dumps(settings, sort_keys=True)
+
+
+def newest(records):
+  """The newest record of each (benchmark, machine key, settings), newest
+  first (ties: by benchmark, machine key, then settings)."""
+  kept = {}
+  for entry in records:
+    key = (entry["benchmark"], results.machine_key(entry["machine"]),
+           settings_key(entry["settings"]))
+    if key not in kept or entry["date"] >= kept[key]["date"]:
+      kept[key] = entry
+  ordered = sorted(kept.values(), key=lambda e: (
+      e["benchmark"], results.machine_key(e["machine"]),
+      settings_key(e["settings"])))
+  ordered.sort(key=lambda e: e["date"], reverse=True)  # Stable: ties stay.
+  return ordered
+
+
+def by_machine(records):
+  """[(machine key, its records newest first)], the machine with the
+  newest record first; records as newest() orders them."""
+  groups = {}
+  for entry in records:
+    groups.setdefault(results.machine_key(entry["machine"]), []).append(entry)
+  return list(groups.items())
+
+
+# -------------------------------------------------------------- markdown
+
+
+def cell(value):
+  """A table cell: numbers as recorded, bools yes/no, null empty."""
+  if value is None:
+    return ""
+  if isinstance(value, bool):
+    return "yes" if value else "no"
+  if isinstance(value, (int, float)):
+    return repr(value)
+  return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(table):
+  """A record's table as markdown: a bold title line (none where the
+  title is None), then the table, numeric columns right-aligned."""
+  columns, rows = table["columns"], table["rows"]
+
+  def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+  numeric = [bool(rows) and all(row[i] is None or is_number(row[i])
+                                for row in rows)
+             for i in range(len(columns))]
+  lines = []
+  if table["title"] is not None:
+    lines += ["**%s**" % cell(table["title"]), ""]
+  lines += ["| %s |" % " | ".join(cell(c) for c in columns),
+            "| %s |" % " | ".join("---:" if n else "---" for n in numeric)]
+  lines += ["| %s |" % " | ".join(cell(v) for v in row) for row in rows]
+  return "\n".join(lines)
+
+
+def day(entry):
+  return entry["date"][:10]
+
+
+def provenance(entry):
+  """"Commit abc1234, 2025-06-01", noting an uncommitted tree."""
+  return "Commit %s%s, %s" % (
+      entry.get("commit") or "unknown",
+      " (uncommitted tree)" if entry.get("dirty") else "", day(entry))
+
+
+def settings_text(settings):
+  """The settings as `name=value` spans, lists joined by commas."""
+  def value(v):
+    if isinstance(v, bool):
+      return "true" if v else "false"
+    if isinstance(v, list):
+      return ",".join(str(x) for x in v)
+    return str(v)
+  return ", ".join("`%s=%s`" % (name, value(v))
+                   for name, v in sorted(settings.items()) if v is not None)
+
+
+def machine_heading(key, machine):
+  """A machine's section heading and its one-line description."""
+  present = [name for name, on in machine.get("flags", {}).items() if on]
+  return "### %s\n\n%s, %d cores; %s; TensorFlow %s, Python %s, %s." % (
+      key, machine["cpu"], machine["cores"],
+      ", ".join(present) or "no AVX-512 or AMX",
+      machine.get("tensorflow") or "not installed", machine["python"],
+      machine["os"])
+
+
+def record_block(entry, machine):
+  """One record: where and when it ran, its settings, tables and notes."""
+  parts = ["%s. Settings: %s." % (provenance(entry),
+                                  settings_text(entry["settings"]) or "none")]
+  if entry["machine"].get("tensorflow") != machine.get("tensorflow"):
+    parts[0] += " TensorFlow %s." % entry["machine"].get("tensorflow")
+  parts += [markdown_table(t) for t in entry["tables"]]
+  parts += ["Note: %s" % note for note in entry.get("notes", [])]
+  return "\n\n".join(parts)
+
+
+def machine_sections(records, title):
+  """A section per machine: a heading per benchmark (title(name)), its
+  records under it, newest first."""
+  sections = []
+  for key, entries in by_machine(records):
+    machine = entries[0]["machine"]
+    parts = [machine_heading(key, machine)]
+    names = []
+    for entry in entries:
+      if entry["benchmark"] not in names:
+        names.append(entry["benchmark"])
+    for name in names:
+      parts.append("#### %s" % title(name))
+      parts += [record_block(e, machine) for e in entries
+                if e["benchmark"] == name]
+    sections.append("\n\n".join(parts))
+  return "\n\n".join(sections)
+
+
+# ---------------------------------------------------------------- blocks
+
+
+def is_speed(entry):
+  return entry["benchmark"] not in OUTPUTS and entry["benchmark"] != QUALITY
+
+
+def benchmarks_block(records):
+  speed = [e for e in records if is_speed(e)]
+  if not speed:
+    return ("Not recorded yet: run `make benchmark` (see "
+            "[benchmarks/README.md](../benchmarks/README.md)).")
+  return machine_sections(speed, lambda name: name)
+
+
+def speed_ratios(records):
+  """[(machine key, [(headline name, ratio)] sorted by name)]: each
+  machine's newest value of each speed benchmark's headline."""
+  bars = []
+  for key, entries in by_machine([e for e in records
+                                  if e["benchmark"].startswith("bench_")]):
+    values = {}
+    for entry in entries:
+      for name, value in entry.get("headline", {}).items():
+        values.setdefault(name, value)
+    if values:
+      bars.append((key, sorted(values.items())))
+  return bars
+
+
+def figure_block(bars):
+  if not bars:
+    return "Not recorded yet: run `make benchmark`."
+  return ("![Speed ratios ours/peer per benchmark, one group per machine]"
+          "(%s)\n\nEach bar is a benchmark's speed ratio, ours over the "
+          "peer its label names: above 1 where ours is faster. Drawn by "
+          "benchmarks/report.py from the records the tables show." %
+          FIGURE_LINK)
+
+
+def results_block(records):
+  quality = [e for e in records if e["benchmark"] == QUALITY]
+  if not quality:
+    return "Not recorded yet: run `make quality`."
+  return machine_sections(quality, lambda name: "quality.py")
+
+
+def glance_block(records):
+  """The README's short table: headline numbers, newest per name."""
+  names = sorted({e["benchmark"] for e in records})
+  order = [n for n in GLANCE_ORDER if n in names] + [
+      n for n in names if n not in GLANCE_ORDER]
+  rows, seen = [], set()
+  for benchmark in order:
+    for entry in records:
+      if entry["benchmark"] != benchmark:
+        continue
+      for name, value in entry.get("headline", {}).items():
+        if name not in seen and len(rows) < GLANCE_ROWS:
+          seen.add(name)
+          rows.append([name, value, results.machine_key(entry["machine"]),
+                       day(entry) + (" (uncommitted tree)"
+                                     if entry.get("dirty") else "")])
+  links = ("All tables, per machine: [docs/benchmarks.md]"
+           "(docs/benchmarks.md) (speed) and [docs/results.md]"
+           "(docs/results.md) (fine-tuning quality).")
+  if not rows:
+    return ("Not recorded yet: run `make benchmark` and `make quality`.\n\n" +
+            links)
+  table = markdown_table({"title": None, "rows": rows,
+                          "columns": ["", "value", "machine", "date"]})
+  return (table + "\n\nSpeed ratios are ours over the peer named: above 1 "
+          "where ours is faster. " + links)
+
+
+def output_block(records, name):
+  """A command's recorded output, fenced, with where and when it ran."""
+  entries = [e for e in records if e["benchmark"] == name]
+  if not entries:
+    return ("Not recorded yet: run %s and record its output as "
+            "benchmarks/results/%s.jsonl (results.output_table)." % (
+                OUTPUTS[name], name))
+  entry = entries[0]
+  lines = None
+  for table in entry["tables"]:
+    if table["columns"] == ["output"]:
+      lines = [str(row[0]) for row in table["rows"]]
+      break
+  if lines is None:
+    raise ReportError("benchmarks/results/%s.jsonl: its newest record has no "
+                      "table with the one column 'output'." % name)
+  fence = "```"
+  while any(fence in line for line in lines):
+    fence += "`"
+  return "%stext\n%s\n%s\n\n(recorded on %s, %s, commit %s%s)" % (
+      fence, "\n".join(lines), fence, results.machine_key(entry["machine"]),
+      day(entry), entry.get("commit") or "unknown",
+      ", uncommitted tree" if entry.get("dirty") else "")
+
+
+def render(records):
+  """Every block's text and the figure's bars, from all records.
+
+  Returns:
+    (dict (page, block) -> markdown, speed_ratios() of the records).
+  """
+  kept = newest(records)
+  bars = speed_ratios(kept)
+  blocks = {(BENCHMARKS_PAGE, "benchmarks"): benchmarks_block(kept),
+            (BENCHMARKS_PAGE, "benchmarks-figure"): figure_block(bars),
+            (RESULTS_PAGE, "results"): results_block(kept),
+            (README, "glance"): glance_block(kept)}
+  for name in OUTPUTS:
+    blocks[README, name] = output_block(kept, name)
+  return blocks, bars
+
+
+# ------------------------------------------------------------------ pages
+
+
+def markers(name):
+  return ("<!-- report:begin %s -->" % name, "<!-- report:end %s -->" % name)
+
+
+def block_span(text, page, name):
+  """(start, end) of the text between a block's markers in a page.
+
+  Raises:
+    ReportError: a marker missing, repeated or out of order.
+  """
+  begin, end = markers(name)
+  for marker in (begin, end):
+    count = text.count(marker)
+    if count != 1:
+      raise ReportError("%s: block %s needs the line %s exactly once (found "
+                        "%d)." % (page, name, marker, count))
+  start = text.index(begin) + len(begin)
+  stop = text.index(end)
+  if stop < start:
+    raise ReportError("%s: block %s ends before it begins." % (page, name))
+  return start, stop
+
+
+def replace_blocks(text, page, blocks):
+  """text with each block's markers enclosing its new content; blocks:
+  dict name -> markdown. Only the text between the markers changes."""
+  for name, content in blocks.items():
+    start, stop = block_span(text, page, name)
+    text = text[:start] + "\n\n" + content + "\n\n" + text[stop:]
+  return text
+
+
+def read_page(root, page, names):
+  path = os.path.join(root, page)
+  if not os.path.exists(path):
+    raise ReportError("%s: no such page (it holds the blocks %s)." % (
+        page, ", ".join(names)))
+  with open(path, encoding="utf-8", newline="") as f:
+    return f.read()
+
+
+def pages(blocks):
+  """dict page -> {block name -> markdown}, in BLOCKS order."""
+  grouped = {}
+  for page, name in BLOCKS:
+    grouped.setdefault(page, {})[name] = blocks[page, name]
+  return grouped
+
+
+def check(root):
+  """What differs between the pages under root and their records.
+
+  Returns:
+    a list of one-line descriptions, empty where all agree.
+
+  Raises:
+    ReportError: a record, page or marker missing or malformed.
+  """
+  blocks, bars = render(load_records(os.path.join(root, "benchmarks",
+                                                  "results")))
+  problems = []
+  for page, contents in pages(blocks).items():
+    text = read_page(root, page, list(contents))
+    for name, content in contents.items():
+      start, stop = block_span(text, page, name)
+      have = text[start:stop]
+      want = "\n\n" + content + "\n\n"
+      if have != want:
+        changed = sum(1 for line in difflib.ndiff(
+            have.splitlines(), want.splitlines()) if line[:1] in "+-")
+        problems.append("%s: block %s differs from the records (%d lines)" %
+                        (page, name, changed))
+  if bars and not os.path.exists(os.path.join(root, FIGURE)):
+    problems.append("%s: missing (the records have speed ratios)" % FIGURE)
+  return problems
+
+
+def draw(bars):
+  """PNG bytes of the speed-ratio figure: one group of horizontal bars
+  per machine, a line at 1."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  from matplotlib import figure  # pylint: disable=g-import-not-at-top
+  counts = [len(values) for _, values in bars]
+  fig = figure.Figure(figsize=(FIGURE_WIDTH,
+                               0.9 + BAR_HEIGHT * sum(counts) +
+                               0.6 * len(bars)))
+  axes = fig.subplots(len(bars), 1, sharex=True, squeeze=False,
+                      gridspec_kw={"height_ratios": counts})[:, 0]
+  everything = [float(value) for _, values in bars for _, value in values]
+  low, high = min(everything + [1.0]) / 1.25, max(everything + [1.0]) * 1.4
+  for ax, (key, values) in zip(axes, bars):
+    names = [name for name, _ in values][::-1]
+    ratios = [float(value) for _, value in values][::-1]
+    # Bars from 1 on a log scale: 2x faster and 2x slower look alike.
+    ax.barh(range(len(ratios)), [r - 1 for r in ratios], left=1.0,
+            height=0.7,
+            color=["#4c72b0" if r >= 1 else "#dd8452" for r in ratios])
+    ax.set_yticks(range(len(ratios)), names, fontsize=8)
+    for y, ratio in enumerate(ratios):
+      ax.text(max(ratio, 1.0), y, " %.2f" % ratio, va="center", fontsize=7)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_xlim(low, high)
+    ax.set_title(key, fontsize=9, loc="left")
+  ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100)
+           if low <= t <= high]
+  axes[-1].set_xticks(ticks, ["%g" % t for t in ticks])
+  axes[-1].minorticks_off()
+  axes[-1].set_xlabel("speed ratio, ours / peer (log scale; > 1: ours "
+                      "faster)")
+  fig.tight_layout()
+  buffer = io.BytesIO()
+  # No software version or date in the file: the same records, the same
+  # bytes.
+  fig.savefig(buffer, format="png", dpi=FIGURE_DPI,
+              metadata={"Software": None})
+  return buffer.getvalue()
+
+
+def write_file(path, data):
+  """Writes bytes to path through a temporary name, if they differ.
+
+  Returns:
+    whether the file changed.
+  """
+  if os.path.exists(path):
+    with open(path, "rb") as f:
+      if f.read() == data:
+        return False
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path + ".tmp", "wb") as f:
+    f.write(data)
+  os.replace(path + ".tmp", path)
+  return True
+
+
+def write(root):
+  """Rewrites the pages' blocks and the figure under root.
+
+  Returns:
+    the paths (relative to root) that changed.
+
+  Raises:
+    ReportError: as check().
+  """
+  blocks, bars = render(load_records(os.path.join(root, "benchmarks",
+                                                  "results")))
+  updated = {}
+  # Every page and marker is checked before any file is written.
+  for page, contents in pages(blocks).items():
+    updated[page] = replace_blocks(read_page(root, page, list(contents)),
+                                   page, contents)
+  changed = [page for page, text in updated.items()
+             if write_file(os.path.join(root, page), text.encode("utf-8"))]
+  if bars and write_file(os.path.join(root, FIGURE), draw(bars)):
+    changed.append(FIGURE)
+  return changed
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError("Unexpected arguments: %s" % argv[1:])
+  try:
+    if FLAGS.check:
+      problems = check(REPO)
+      for problem in problems:
+        print(problem)
+      if problems:
+        print("Run .venv/bin/python benchmarks/report.py to rewrite them.")
+        sys.exit(1)
+    else:
+      for path in write(REPO):
+        print("wrote %s" % path)
+  except ReportError as e:
+    sys.exit("report.py: %s" % e)
+
+
+if __name__ == "__main__":
+  app.run(main)

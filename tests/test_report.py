@@ -1,0 +1,327 @@
+"""benchmarks/report.py and benchmarks/lib/results.py: the pages' tables
+come from the records, and only the text between the markers changes."""
+
+import json
+import os
+import re
+
+import pytest
+
+from benchmarks import report
+from benchmarks.lib import results
+from tests.conftest import REPO_ROOT
+
+INTEL = {"cpu": "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz", "cores": 2,
+         "flags": {"avx512f": True, "avx512_bf16": True, "amx_bf16": True,
+                   "amx_tile": False},
+         "tensorflow": "2.20.0", "python": "3.11.7", "os": "Linux 6.1"}
+AMD = {"cpu": "AMD EPYC 9B14 96-Core Processor", "cores": 4,
+       "flags": {"avx512f": True, "avx512_bf16": True, "amx_bf16": False},
+       "tensorflow": "2.20.0", "python": "3.11.7", "os": "Linux 6.1"}
+
+
+def entry(date, rows, machine=INTEL, repeats=3, headline=None,
+          commit="abc1234", dirty=False, benchmark="bench_x"):
+  """A record as results.record writes it, with a fixed machine."""
+  return {"benchmark": benchmark, "settings": {"repeats": repeats},
+          "tables": [{"title": "Speed", "columns": ["shape", "ours/peer"],
+                      "rows": rows}],
+          "headline": headline or {}, "commit": commit, "dirty": dirty,
+          "date": date, "machine": machine}
+
+
+# Two machines; on the Intel one a record superseded by a newer one with
+# the same settings, and one with other settings.
+RECORDS = [
+    entry("2025-01-01T10:00:00Z", [["base", 1.5]],
+          headline={"x base: ours/peer": 1.5}),
+    entry("2025-02-01T10:00:00Z", [["base", 1.25]], dirty=True,
+          headline={"x base: ours/peer": 1.25}),
+    entry("2025-01-15T10:00:00Z", [["small", 0.9]], repeats=1,
+          headline={"x small: ours/peer": 0.9}),
+    entry("2025-01-10T10:00:00Z", [["base", 2]], machine=AMD,
+          commit="def5678", headline={"x base: ours/peer": 2.0}),
+]
+
+EXPECTED_BENCHMARKS = """\
+### Intel Xeon Platinum 8481C (AMX), 2 cores
+
+Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz, 2 cores; avx512f, \
+avx512_bf16, amx_bf16; TensorFlow 2.20.0, Python 3.11.7, Linux 6.1.
+
+#### bench_x
+
+Commit abc1234 (uncommitted tree), 2025-02-01. Settings: `repeats=3`.
+
+**Speed**
+
+| shape | ours/peer |
+| --- | ---: |
+| base | 1.25 |
+
+Commit abc1234, 2025-01-15. Settings: `repeats=1`.
+
+**Speed**
+
+| shape | ours/peer |
+| --- | ---: |
+| small | 0.9 |
+
+### AMD EPYC 9B14 96-Core (AVX512-BF16), 4 cores
+
+AMD EPYC 9B14 96-Core Processor, 4 cores; avx512f, avx512_bf16; \
+TensorFlow 2.20.0, Python 3.11.7, Linux 6.1.
+
+#### bench_x
+
+Commit def5678, 2025-01-10. Settings: `repeats=3`.
+
+**Speed**
+
+| shape | ours/peer |
+| --- | ---: |
+| base | 2 |"""
+
+EXPECTED_GLANCE = """\
+|  | value | machine | date |
+| --- | ---: | --- | --- |
+| x base: ours/peer | 1.25 | Intel Xeon Platinum 8481C (AMX), 2 cores | \
+2025-02-01 (uncommitted tree) |
+| x small: ours/peer | 0.9 | Intel Xeon Platinum 8481C (AMX), 2 cores | \
+2025-01-15 |
+
+Speed ratios are ours over the peer named: above 1 where ours is faster. \
+All tables, per machine: [docs/benchmarks.md](docs/benchmarks.md) (speed) \
+and [docs/results.md](docs/results.md) (fine-tuning quality)."""
+
+
+def write_records(root, records):
+  directory = os.path.join(root, "benchmarks", "results")
+  os.makedirs(directory, exist_ok=True)
+  for record in records:
+    with open(os.path.join(directory, record["benchmark"] + ".jsonl"),
+              "a") as f:
+      f.write(json.dumps(record) + "\n")
+
+
+def write_pages(root, around="text {n}\n"):
+  """Every page with its blocks' markers, `around` (numbered) between
+  and around them; returns {page: text}."""
+  texts = {}
+  for page in (report.BENCHMARKS_PAGE, report.RESULTS_PAGE, report.README):
+    parts = [around.format(n=0)]
+    for n, (block_page, name) in enumerate(report.BLOCKS, 1):
+      if block_page == page:
+        begin, end = report.markers(name)
+        parts += [begin, "\nstale\n", end, around.format(n=n)]
+    texts[page] = "".join(parts)
+    path = os.path.join(root, page)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+      f.write(texts[page])
+  return texts
+
+
+def read(root, page):
+  with open(os.path.join(root, page), encoding="utf-8", newline="") as f:
+    return f.read()
+
+
+def test_the_real_pages_agree_with_the_real_records():
+  if not all(os.path.exists(os.path.join(REPO_ROOT, page))
+             for page in (report.BENCHMARKS_PAGE, report.RESULTS_PAGE)):
+    pytest.skip("docs pages not written yet")
+  assert report.check(REPO_ROOT) == []
+
+
+def test_newest_record_per_machine_and_settings():
+  kept = report.newest(RECORDS)
+  assert [(e["date"][:10], e["settings"]["repeats"]) for e in kept] == [
+      ("2025-02-01", 3), ("2025-01-15", 1), ("2025-01-10", 3)]
+
+
+def test_benchmarks_block_one_section_per_machine():
+  blocks, bars = report.render(RECORDS)
+  assert blocks[report.BENCHMARKS_PAGE, "benchmarks"] == EXPECTED_BENCHMARKS
+  assert bars == [
+      ("Intel Xeon Platinum 8481C (AMX), 2 cores",
+       [("x base: ours/peer", 1.25), ("x small: ours/peer", 0.9)]),
+      ("AMD EPYC 9B14 96-Core (AVX512-BF16), 4 cores",
+       [("x base: ours/peer", 2.0)])]
+  assert blocks[report.BENCHMARKS_PAGE, "benchmarks-figure"].startswith(
+      "![Speed ratios ours/peer per benchmark, one group per machine]"
+      "(img/speed_ratios.png)")
+
+
+def test_glance_takes_each_headline_from_its_newest_record():
+  blocks, _ = report.render(RECORDS)
+  assert blocks[report.README, "glance"] == EXPECTED_GLANCE
+
+
+def test_glance_keeps_ten_rows():
+  many = [entry("2025-01-01T00:00:00Z", [["base", 1]], benchmark="bench_%d" % n,
+                headline={"ratio %d" % n: 1.0}) for n in range(12)]
+  table = report.render(many)[0][report.README, "glance"]
+  assert len(re.findall(r"^\| ratio \d+ \|", table, re.M)) == 10
+
+
+def test_results_block_and_empty_blocks():
+  quality = entry("2025-03-01T00:00:00Z", [], benchmark="quality")
+  quality["tables"] = [{
+      "title": "Per task and path, over seeds",
+      "columns": ["task", "path", "metric", "mean", "spread (max - min)",
+                  "per seed"],
+      "rows": [["MRPC", "default", "eval_accuracy", 0.8, 0.02,
+                "0.7900 / 0.8100"],
+               ["MRPC", "HuggingFace, quoted from issue 26",
+                "eval_accuracy", 0.796, 0.032, "0.8140 / 0.7820"]]}]
+  blocks, _ = report.render([quality])
+  assert blocks[report.RESULTS_PAGE, "results"].endswith(
+      "#### quality.py\n\n"
+      "Commit abc1234, 2025-03-01. Settings: `repeats=3`.\n\n"
+      "**Per task and path, over seeds**\n\n"
+      "| task | path | metric | mean | spread (max - min) | per seed |\n"
+      "| --- | --- | --- | ---: | ---: | --- |\n"
+      "| MRPC | default | eval_accuracy | 0.8 | 0.02 | 0.7900 / 0.8100 |\n"
+      "| MRPC | HuggingFace, quoted from issue 26 | eval_accuracy | 0.796 | "
+      "0.032 | 0.8140 / 0.7820 |")
+  assert blocks[report.BENCHMARKS_PAGE, "benchmarks"].startswith(
+      "Not recorded yet: run `make benchmark`")
+  assert blocks[report.README, "quickstart-mrpc"].startswith(
+      "Not recorded yet: run the MRPC quick start")
+  empty, bars = report.render([])
+  assert empty[report.RESULTS_PAGE, "results"] == (
+      "Not recorded yet: run `make quality`.")
+  assert bars == []
+
+
+def test_output_block_is_the_recorded_output():
+  run = entry("2025-04-01T00:00:00Z", [], benchmark="quickstart-mrpc",
+              commit="1234abc", dirty=True)
+  run["tables"] = [results.output_table(["eval_accuracy = 0.86",
+                                         "global_step = 343"])]
+  blocks, _ = report.render([run])
+  assert blocks[report.README, "quickstart-mrpc"] == (
+      "```text\neval_accuracy = 0.86\nglobal_step = 343\n```\n\n"
+      "(recorded on Intel Xeon Platinum 8481C (AMX), 2 cores, 2025-04-01, "
+      "commit 1234abc, uncommitted tree)")
+
+
+def test_write_keeps_text_outside_the_markers(tmp_path):
+  root = str(tmp_path)
+  write_records(root, RECORDS)
+  # Odd line ends and trailing spaces must survive as they are.
+  before = write_pages(root, around="  kept {n} \r\n\n| not | a table |  ")
+  changed = report.write(root)
+  assert sorted(changed) == sorted([report.BENCHMARKS_PAGE,
+                                    report.RESULTS_PAGE, report.README,
+                                    report.FIGURE])
+  for page, text in before.items():
+    after = read(root, page)
+    outside = re.split(r"<!-- report:begin [\w-]+ -->.*?"
+                       r"<!-- report:end [\w-]+ -->", after, flags=re.S)
+    assert outside == re.split(r"<!-- report:begin [\w-]+ -->.*?"
+                               r"<!-- report:end [\w-]+ -->", text,
+                               flags=re.S)
+  start, stop = report.block_span(read(root, report.BENCHMARKS_PAGE),
+                                  report.BENCHMARKS_PAGE, "benchmarks")
+  assert read(root, report.BENCHMARKS_PAGE)[start:stop] == (
+      "\n\n" + EXPECTED_BENCHMARKS + "\n\n")
+  assert report.check(root) == []
+  # The same records again: no file changes, the figure's bytes included.
+  assert report.write(root) == []
+
+
+def test_check_names_each_block_that_differs(tmp_path):
+  root = str(tmp_path)
+  write_records(root, RECORDS)
+  write_pages(root)
+  report.write(root)
+  write_records(root, [entry("2025-05-01T00:00:00Z", [["base", 3.0]],
+                             headline={"x base: ours/peer": 3.0})])
+  problems = report.check(root)
+  assert [line.split(" (")[0] for line in problems] == [
+      "docs/benchmarks.md: block benchmarks differs from the records",
+      "README.md: block glance differs from the records"]
+  os.remove(os.path.join(root, report.FIGURE))
+  assert report.check(root)[-1] == (
+      "docs/img/speed_ratios.png: missing (the records have speed ratios)")
+
+
+def test_a_missing_marker_or_page_is_named(tmp_path):
+  root = str(tmp_path)
+  write_pages(root)
+  path = os.path.join(root, report.RESULTS_PAGE)
+  with open(path) as f:
+    text = f.read()
+  with open(path, "w") as f:
+    f.write(text.replace("<!-- report:end results -->", ""))
+  for run in (report.check, report.write):
+    with pytest.raises(report.ReportError,
+                       match=r"^docs/results\.md: block results needs the "
+                       r"line <!-- report:end results --> exactly once "
+                       r"\(found 0\)\.$"):
+      run(root)
+  os.remove(path)
+  with pytest.raises(report.ReportError,
+                     match=r"^docs/results\.md: no such page"):
+    report.check(root)
+
+
+def test_record_appends_one_json_line(tmp_path):
+  settings = {"repeats": 1, "shapes": "small"}
+  tables = [results.table("Speed", ["shape", "ours/peer"],
+                          [["small", 1.5]])]
+  results.record("bench_x", tables, settings, headline={"x: ours/peer": 1.5},
+                 directory=str(tmp_path))
+  results.record("bench_x", tables, settings, directory=str(tmp_path))
+  with open(tmp_path / "bench_x.jsonl") as f:
+    lines = f.read().splitlines()
+  assert len(lines) == 2
+  first = json.loads(lines[0])
+  assert first["benchmark"] == "bench_x"
+  assert first["settings"] == settings
+  assert first["tables"] == tables
+  assert first["headline"] == {"x: ours/peer": 1.5}
+  assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", first["date"])
+  assert re.fullmatch(r"[0-9a-f]{4,40}", first["commit"])
+  assert isinstance(first["dirty"], bool)
+  assert set(first["machine"]) == {"cpu", "cores", "flags", "tensorflow",
+                                   "python", "os"}
+  assert first["machine"]["cores"] >= 1
+  assert set(first["machine"]["flags"]) == set(results.CPU_FLAGS)
+  assert report.load_records(str(tmp_path))[0] == first
+
+
+def test_record_flag_among_plain_arguments():
+  assert results.record_wanted(["--megabytes=1"])
+  assert not results.record_wanted(["--norecord"])
+  assert not results.record_wanted(["--record=false"])
+  assert results.record_wanted(["--norecord", "--record"])
+
+
+def test_machine_key():
+  assert results.machine_key(INTEL) == (
+      "Intel Xeon Platinum 8481C (AMX), 2 cores")
+  assert results.machine_key(AMD) == (
+      "AMD EPYC 9B14 96-Core (AVX512-BF16), 4 cores")
+
+
+def test_make_benchmark_runs_what_its_comment_lists():
+  with open(os.path.join(REPO_ROOT, "Makefile")) as f:
+    lines = f.read().splitlines()
+  start = lines.index("benchmark: $(VENV_STAMP)")
+  comment = []
+  for line in reversed(lines[:start]):
+    if not line.startswith("#"):
+      break
+    comment.insert(0, line[1:])
+  listed = re.findall(r"bench_\w+", " ".join(comment).split("Not here:")[0])
+  recipe = []
+  for line in lines[start + 1:]:
+    if not line.startswith("\t"):
+      break
+    recipe.append(line.strip())
+  assert recipe[-1] == "$(PYTHON) benchmarks/report.py"
+  assert recipe[:-1] == ["$(PYTHON) benchmarks/speed/%s.py" % name
+                         for name in listed]
