@@ -140,7 +140,8 @@ def define_training_flags(modes=("train", "eval")):
                     "Compile the training step with XLA (jit_compile).")
   flags.DEFINE_integer("gradient_accumulation_steps", 1,
                        "Micro-batches per update: each replica's batch is "
-                       "split into this many, gradients summed.")
+                       "split into this many, their gradients averaged "
+                       "into one update of the whole batch.")
   flags.DEFINE_integer("seed", 12345, "Seed of initialization, dropout and "
                        "input shuffling.")
 

@@ -99,7 +99,7 @@ def record_dataset(files, is_training, seed, input_context=None,
   record's count varies (2 epochs of 2000 records in file order: 16% seen
   once, 17% three times, 9 never) and the first steps see only the file's
   first records. From real weights the change moved six-seed means within
-  the seeds' spread (README, Results from real pre-trained weights).
+  the seeds' spread (docs/differences.md lists it).
 
   Args:
     files: list of str.
