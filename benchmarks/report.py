@@ -81,6 +81,10 @@ FIGURE_DPI = 100
 BAR_HEIGHT = 0.32
 
 
+# What every record holds (results.record writes more).
+RECORD_KEYS = ("benchmark", "settings", "tables", "date", "machine")
+
+
 class ReportError(Exception):
   """A record, page or marker the report cannot use; one line."""
 
@@ -107,11 +111,14 @@ def load_records(results_dir):
           continue
         try:
           entry = json.loads(line)
-          for key in ("benchmark", "settings", "tables", "date", "machine"):
-            entry[key]  # pylint: disable=pointless-statement
-        except (ValueError, KeyError, TypeError) as e:
-          raise ReportError("%s:%d is not a record (%s: %s)." % (
-              path, number, type(e).__name__, e)) from e
+        except ValueError as e:
+          raise ReportError("%s:%d is not JSON (%s)." % (path, number,
+                                                         e)) from e
+        missing = [key for key in RECORD_KEYS
+                   if not isinstance(entry, dict) or key not in entry]
+        if missing:
+          raise ReportError("%s:%d is not a record: it lacks %s." % (
+              path, number, ", ".join(missing)))
         records.append(entry)
   return records
 
@@ -266,7 +273,10 @@ def speed_ratios(records):
     values = {}
     for entry in entries:
       for name, value in entry.get("headline", {}).items():
-        values.setdefault(name, value)
+        # A ratio only: not a string such as "nan", never 0 on a log scale.
+        if (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and value > 0):
+          values.setdefault(name, value)
     if values:
       bars.append((key, sorted(values.items())))
   return bars

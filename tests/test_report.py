@@ -131,7 +131,9 @@ def test_the_real_pages_agree_with_the_real_records():
   if not all(os.path.exists(os.path.join(REPO_ROOT, page))
              for page in (report.BENCHMARKS_PAGE, report.RESULTS_PAGE)):
     pytest.skip("docs pages not written yet")
-  assert report.check(REPO_ROOT) == []
+  problems = report.check(REPO_ROOT)
+  assert not problems, "\n".join(
+      problems + ["Run .venv/bin/python benchmarks/report.py (make report)."])
 
 
 def test_newest_record_per_machine_and_settings():
@@ -325,3 +327,15 @@ def test_make_benchmark_runs_what_its_comment_lists():
   assert recipe[-1] == "$(PYTHON) benchmarks/report.py"
   assert recipe[:-1] == ["$(PYTHON) benchmarks/speed/%s.py" % name
                          for name in listed]
+
+
+def test_a_broken_record_is_named(tmp_path):
+  directory = tmp_path / "benchmarks" / "results"
+  directory.mkdir(parents=True)
+  (directory / "bench_x.jsonl").write_text(
+      json.dumps(RECORDS[0]) + "\n" + json.dumps({"benchmark": "bench_x"}) +
+      "\n")
+  with pytest.raises(report.ReportError,
+                     match=r"bench_x\.jsonl:2 is not a record: it lacks "
+                     r"settings, tables, date, machine\.$"):
+    report.check(str(tmp_path))

@@ -226,6 +226,25 @@ def run(task, model_dir, seed, path):
   return read_results(results_file), time.time() - started
 
 
+def record(settings, run_rows, summary_rows, difference_rows, headline):
+  """Appends what main printed to benchmarks/results/quality.jsonl: the
+  runs (dict task -> rows), the summary and difference rows, run with
+  settings (the flags)."""
+  tables = [results.table("%s runs" % TASK_NAMES[task],
+                          ["path", "seed"] + list(METRICS[task]) +
+                          ["seconds (blank: reused)"], rows)
+            for task, rows in run_rows.items()]
+  tables.append(results.table(
+      "Per task and path, over seeds",
+      ["task", "path", "metric", "mean", "spread (max - min)", "per seed"],
+      summary_rows))
+  if difference_rows:
+    tables.append(results.table(
+        "Differences of the means",
+        ["task", "default - notrim", "default - peer"], difference_rows))
+  results.record("quality", tables, settings, headline=headline)
+
+
 def summary_row(task, path, metric, values):
   """The summary line's numbers: task, path, metric, mean, spread and the
   values (4 decimals) joined by " / "."""
@@ -292,20 +311,8 @@ def main(argv):
           TASK_NAMES[task], METRIC_NAMES[metric])] = round(
               means["default"], 4)
   if FLAGS.record:
-    tables = [results.table("%s runs" % TASK_NAMES[task],
-                            ["path", "seed"] + list(METRICS[task]) +
-                            ["seconds (blank: reused)"], rows)
-              for task, rows in run_rows.items()]
-    tables.append(results.table(
-        "Per task and path, over seeds",
-        ["task", "path", "metric", "mean", "spread (max - min)",
-         "per seed"], summary_rows))
-    if difference_rows:
-      tables.append(results.table(
-          "Differences of the means", ["task", "default - notrim",
-                                       "default - peer"], difference_rows))
-    results.record("quality", tables, results.flag_settings(FLAGS),
-                   headline=headline)
+    record(results.flag_settings(FLAGS), run_rows, summary_rows,
+           difference_rows, headline)
   with open(os.path.join(FLAGS.work_dir, "quality.json"), "w") as f:
     json.dump(table, f, indent=2, sort_keys=True)
 
