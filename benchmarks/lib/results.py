@@ -36,6 +36,8 @@ import re
 import subprocess
 import sys
 
+from absl import flags
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RESULTS_DIR = os.path.join(REPO, "benchmarks", "results")
 
@@ -53,7 +55,6 @@ _NOT_CODE = (":(exclude)benchmarks/results", ":(exclude)docs",
 def define_flags():
   """Defines --record (default true; --norecord skips the record) on absl's
   FLAGS, for a benchmark that parses its flags with absl."""
-  from absl import flags  # pylint: disable=g-import-not-at-top
   flags.DEFINE_bool("record", True,
                     "Append this run's numbers to benchmarks/results/ "
                     "(--norecord: print only).")
