@@ -61,6 +61,14 @@ quality: $(VENV_STAMP)
 	$(PYTHON) benchmarks/quality/quality.py
 	$(PYTHON) benchmarks/report.py
 
+# The README's quick starts as written and make demo's script, on real
+# data; what they print becomes their expected output in the README
+# (about twenty minutes on 2 cores); then the report.
+.PHONY: quickstarts
+quickstarts: $(VENV_STAMP)
+	$(PYTHON) benchmarks/checks/quickstarts.py
+	$(PYTHON) benchmarks/report.py
+
 # README.md, docs/benchmarks.md and docs/results.md: the blocks between
 # their report markers, rendered from benchmarks/results/ (and the figure).
 .PHONY: report

@@ -331,9 +331,8 @@ def output_block(records, name):
   """A command's recorded output, fenced, with where and when it ran."""
   entries = [e for e in records if e["benchmark"] == name]
   if not entries:
-    return ("Not recorded yet: run %s and record its output as "
-            "benchmarks/results/%s.jsonl (results.output_table)." % (
-                OUTPUTS[name], name))
+    return ("Not recorded yet: `make quickstarts` runs %s and records "
+            "its output." % OUTPUTS[name])
   entry = entries[0]
   lines = None
   for table in entry["tables"]:

@@ -175,8 +175,8 @@ def test_results_block_and_empty_blocks():
                   "per seed"],
       "rows": [["MRPC", "default", "eval_accuracy", 0.8, 0.02,
                 "0.7900 / 0.8100"],
-               ["MRPC", "HuggingFace, quoted from issue 26",
-                "eval_accuracy", 0.796, 0.032, "0.8140 / 0.7820"]]}]
+               ["MRPC", "notrim", "eval_accuracy", 0.796, 0.032,
+                "0.8140 / 0.7820"]]}]
   blocks, _ = report.render([quality])
   assert blocks[report.RESULTS_PAGE, "results"].endswith(
       "#### quality.py\n\n"
@@ -185,12 +185,11 @@ def test_results_block_and_empty_blocks():
       "| task | path | metric | mean | spread (max - min) | per seed |\n"
       "| --- | --- | --- | ---: | ---: | --- |\n"
       "| MRPC | default | eval_accuracy | 0.8 | 0.02 | 0.7900 / 0.8100 |\n"
-      "| MRPC | HuggingFace, quoted from issue 26 | eval_accuracy | 0.796 | "
-      "0.032 | 0.8140 / 0.7820 |")
+      "| MRPC | notrim | eval_accuracy | 0.796 | 0.032 | 0.8140 / 0.7820 |")
   assert blocks[report.BENCHMARKS_PAGE, "benchmarks"].startswith(
       "Not recorded yet: run `make benchmark`")
   assert blocks[report.README, "quickstart-mrpc"].startswith(
-      "Not recorded yet: run the MRPC quick start")
+      "Not recorded yet: `make quickstarts` runs the MRPC quick start")
   empty, bars = report.render([])
   assert empty[report.RESULTS_PAGE, "results"] == (
       "Not recorded yet: run `make quality`.")
