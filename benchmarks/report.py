@@ -61,18 +61,22 @@ OUTPUTS = {
     "quickstart-serving": "the serving quick start",
     "demo": "`make demo`",
 }
+# The page each output block is on: the quick starts' under them in the
+# README, the demo's (longer) in docs/results.md.
+OUTPUT_PAGES = {"demo": RESULTS_PAGE}
 # (page, block) in the order they are rendered and reported.
 BLOCKS = ((BENCHMARKS_PAGE, "benchmarks"),
           (BENCHMARKS_PAGE, "benchmarks-figure"),
           (RESULTS_PAGE, "results"),
-          (README, "glance")) + tuple((README, name) for name in OUTPUTS)
+          (README, "glance")) + tuple(
+              (OUTPUT_PAGES.get(name, README), name) for name in OUTPUTS)
 
 # The README's short table: headlines of these benchmarks first, in this
 # order (then any other, by name), at most GLANCE_ROWS rows.
 GLANCE_ORDER = ("quality", "bench_pretraining", "bench_classifier",
                 "bench_hf_classifier", "bench_serving", "bench_tokenizer",
                 "bench_create_pretraining_data", "bench_learn_vocab")
-GLANCE_ROWS = 10
+GLANCE_ROWS = 8
 
 # The figure: fixed size per bar and resolution, so the same records give
 # the same bytes.
@@ -323,8 +327,7 @@ def glance_block(records):
             links)
   table = markdown_table({"title": None, "rows": rows,
                           "columns": ["", "value", "machine", "date"]})
-  return (table + "\n\nSpeed ratios are ours over the peer named: above 1 "
-          "where ours is faster. " + links)
+  return table + "\n\nSpeed ratios: ours / peer, above 1 where ours is faster."
 
 
 def output_block(records, name):
@@ -345,7 +348,7 @@ def output_block(records, name):
   fence = "```"
   while any(fence in line for line in lines):
     fence += "`"
-  return "%stext\n%s\n%s\n\n(recorded on %s, %s, commit %s%s)" % (
+  return "%stext\n%s\n%s\n(recorded on %s, %s, commit %s%s)" % (
       fence, "\n".join(lines), fence, results.machine_key(entry["machine"]),
       day(entry), entry.get("commit") or "unknown",
       ", uncommitted tree" if entry.get("dirty") else "")
@@ -364,7 +367,7 @@ def render(records):
             (RESULTS_PAGE, "results"): results_block(kept),
             (README, "glance"): glance_block(kept)}
   for name in OUTPUTS:
-    blocks[README, name] = output_block(kept, name)
+    blocks[OUTPUT_PAGES.get(name, README), name] = output_block(kept, name)
   return blocks, bars
 
 
