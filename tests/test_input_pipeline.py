@@ -4,8 +4,8 @@ Fine-tuning runners read their train file in epochs: each a fresh seeded
 permutation of every record, so after E epochs' steps each record was seen
 E times. The original's stream (repeat, then a 100- or 1000-record shuffle
 buffer), which pre-training keeps, gives no such count, and its first
-steps see only the file's first records (README: Differences from the
-original; on real weights the results moved within the seeds' spread).
+steps see only the file's first records (docs/differences.md; on real
+weights the results moved within the seeds' spread).
 """
 
 import collections
