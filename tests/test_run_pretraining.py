@@ -19,6 +19,7 @@ from runner_lib.pretraining import instances as pretraining_instances
 from tests import reference
 from tests import test_create_pretraining_data as cpd
 from tests.conftest import REPO_ROOT
+from tests.conftest import shared_folder
 
 # End-to-end script runs: left out of make test-fast.
 pytestmark = pytest.mark.slow
@@ -29,23 +30,30 @@ CONFIG = dict(vocab_size=len(cpd.SPECIAL + cpd.WORDS + cpd.PIECES),
               type_vocab_size=2)
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-  """Records of a synthetic corpus (seq 32, 5 predictions) and a config."""
-  directory = tmp_path_factory.mktemp("data")
+def write_data(directory):
+  """Writes records of a synthetic corpus (seq 32, 5 predictions) and a
+  config into directory."""
   with open(cpd.synthetic_corpus(directory / "corpus.txt", 150)) as f:
     documents, vocab = cpd.read_documents(
         f, cpd.write_vocab(directory / "vocab.txt"))
   records = pretraining_instances.create_training_records(
       documents, pretraining_instances.InstanceOptions(32, 0.1, 0.15, 5, False),
       pretraining_instances.MaskingVocab(vocab), 2, random.Random(1))
-  path = str(directory / "examples.tfrecord")
-  with tfrecord_writer.RoundRobinWriter([path]) as writer:
+  with tfrecord_writer.RoundRobinWriter(
+      [str(directory / "examples.tfrecord")]) as writer:
     for record in records:
       writer.write(record)
   config = modeling.BertConfig(**CONFIG)
   (directory / "bert_config.json").write_text(config.to_json_string())
-  return directory, path
+
+
+@pytest.fixture(scope="session")
+def data(tmp_path_factory):
+  """(directory, records path): the records and config of write_data, made
+  once for the session (this file's tests, test_preemption's and
+  test_resume_faults' read them)."""
+  directory = shared_folder(tmp_path_factory, "pretraining_data", write_data)
+  return directory, str(directory / "examples.tfrecord")
 
 
 def command(data, output_dir, **overrides):
