@@ -6,6 +6,12 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+# TensorFlow imports Keras 3 (and scikit-learn with it) as it starts,
+# unless tf.keras is to be tf_keras. Nothing here uses Keras 3 (tf_keras
+# is the project's Keras; test_layout.test_no_module_uses_keras_3), so the
+# tests and the ~170 script processes they start skip it: about 1 s of CPU
+# each.
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 import shutil  # pylint: disable=g-import-not-at-top
 import subprocess  # pylint: disable=g-import-not-at-top

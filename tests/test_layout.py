@@ -66,3 +66,44 @@ def test_model_and_tokenizer_know_no_runner(package):
   assert not any(n.startswith("modeling") for path in modules_of(
       os.path.join(REPO_ROOT, "tokenization"))
                  for n in imported_modules(path))
+
+
+def project_modules():
+  """The project's Python files: the library, the runners and the demo."""
+  for package in ("modeling", "tokenization", "runner_lib", "demo"):
+    yield from modules_of(os.path.join(REPO_ROOT, package))
+  for name in sorted(os.listdir(REPO_ROOT)):
+    if name.endswith(".py"):
+      yield os.path.join(REPO_ROOT, name)
+
+
+def keras_3_uses(path):
+  """Where a file imports Keras 3 or reads tf.keras, as line numbers."""
+  with open(path) as f:
+    tree = ast.parse(f.read(), path)
+  lines = []
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      names = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom):
+      names = ["%s.%s" % (node.module, alias.name) for alias in node.names]
+    elif (isinstance(node, ast.Attribute) and node.attr == "keras" and
+          isinstance(node.value, ast.Name) and
+          node.value.id in ("tf", "tensorflow")):
+      names = ["tf.keras"]
+    else:
+      continue
+    if any(n == "keras" or n.startswith(("keras.", "tensorflow.keras")) or
+           n == "tf.keras" for n in names):
+      lines.append(node.lineno)
+  return lines
+
+
+def test_no_module_uses_keras_3():
+  # Keras here is tf_keras (shared/DESIGN.md); tf.keras is Keras 3. The
+  # tests' processes run with TF_USE_LEGACY_KERAS=1 (conftest.py), where
+  # tf.keras would be tf_keras: a use would pass there and fail for users.
+  uses = {os.path.relpath(path, REPO_ROOT): lines
+          for path in project_modules() for lines in [keras_3_uses(path)]
+          if lines}
+  assert not uses, uses
