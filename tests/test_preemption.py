@@ -1,7 +1,6 @@
 """SIGTERM / SIGINT stop training a few steps after they arrive, whatever
 --iterations_per_loop, and every worker of a cluster after the same step."""
 
-import datetime
 import glob
 import json
 import os
@@ -216,21 +215,43 @@ def saved_steps(directory):
                                                 "model.ckpt-*[0-9].index")))
 
 
-def log_time(stderr, pattern):
-  """When absl logged the first line matching pattern, in seconds."""
-  match = re.search(r"^I\d{4} (\d\d:\d\d:\d\d\.\d+) .*%s" % pattern, stderr,
-                    re.M)
-  assert match, "no log line %r" % pattern
-  clock = datetime.datetime.strptime(match.group(1), "%H:%M:%S.%f")
-  return clock.hour * 3600 + clock.minute * 60 + clock.second + (
-      clock.microsecond / 1e6)
+def cpu_seconds(process):
+  """The CPU time (user and system, all threads) process has used so far,
+  from /proc (Linux): the work it has done, however loaded the machine
+  is."""
+  with open("/proc/%d/stat" % process.pid) as f:
+    fields = f.read().rsplit(")", 1)[1].split()
+  return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def seconds_per_call(stderr, steps):
-  """How long the second graph call took, from its log lines: steps /
-  3 to 2 * steps / 3 (traced already)."""
-  return (log_time(stderr, r"step %d/%d loss" % (2 * steps // 3, steps)) -
-          log_time(stderr, r"step %d/%d loss" % (steps // 3, steps)))
+def newest_saved(output_dir):
+  """The step of the checkpoint the state file names (written last, so its
+  save is complete), or 0."""
+  path = output_dir / "checkpoint"
+  match = path.exists() and re.search(
+      r'^model_checkpoint_path: "model\.ckpt-(\d+)"', path.read_text(), re.M)
+  return int(match.group(1)) if match else 0
+
+
+def wait_for_save(output_dir, step, processes, deadline):
+  """Waits until model.ckpt-step (or a later one) is saved, while all
+  processes run."""
+  while newest_saved(output_dir) < step:
+    assert all(p.poll() is None for p in processes), (
+        "exited before saving step %d" % step)
+    assert time.time() < deadline, "timed out waiting for step %d" % step
+    time.sleep(0.005)
+
+
+def cpu_per_call(processes, target, output_dir, steps):
+  """The CPU seconds processes[target] spends on its second graph call
+  (steps / 3 to 2 * steps / 3) and that call's save, read as the
+  checkpoints are saved."""
+  deadline = time.time() + 300
+  wait_for_save(output_dir, steps // 3, processes, deadline)
+  started = cpu_seconds(processes[target])
+  wait_for_save(output_dir, 2 * steps // 3, processes, deadline)
+  return cpu_seconds(processes[target]) - started
 
 
 def start(cmd, log_path, **env):
@@ -239,13 +260,6 @@ def start(cmd, log_path, **env):
                              text=True, env=pretraining_test.env(**env))
   log.close()
   return process
-
-
-def wait_for_file(path, processes, deadline):
-  while not os.path.exists(path):
-    assert all(p.poll() is None for p in processes), "exited before %s" % path
-    assert time.time() < deadline, "timed out waiting for %s" % path
-    time.sleep(0.005)
 
 
 def finish(processes, deadline):
@@ -292,18 +306,26 @@ LONG_LOOP = dict(do_eval="false", num_train_steps=str(STEPS),
                  save_checkpoints_steps=str(STEPS // 3))
 
 
-def signal_in_second_call(processes, output_dir, steps, seconds, signum,
+def signal_in_second_call(processes, output_dir, steps, call_cpu, signum,
                           target, seed):
   """Sends signum to processes[target] at a random moment of the second
-  graph call (seconds long in an uninterrupted run), once the first call's
-  checkpoint is written; waits for all processes.
+  graph call: once the first call's checkpoint is saved, after the process
+  has spent 10% to 40% of call_cpu, the CPU seconds of that call
+  uninterrupted (cpu_per_call). Its own CPU time, not the clock: however
+  loaded the machine is, the moment falls within the call. Waits for all
+  processes.
 
   Returns:
     list of exit statuses (None: still running 120 s later, killed).
   """
-  wait_for_file(output_dir / ("model.ckpt-%d.index" % (steps // 3)),
-                processes, time.time() + 300)
-  time.sleep(random.Random(seed).uniform(0.1, 0.4) * seconds)
+  deadline = time.time() + 300
+  wait_for_save(output_dir, steps // 3, processes, deadline)
+  moment = cpu_seconds(processes[target]) + random.Random(seed).uniform(
+      0.1, 0.4) * call_cpu
+  while cpu_seconds(processes[target]) < moment:
+    assert all(p.poll() is None for p in processes), "exited before the signal"
+    assert time.time() < deadline, "timed out before the signal"
+    time.sleep(0.002)
   processes[target].send_signal(signum)
   return finish(processes, time.time() + 120)
 
@@ -311,15 +333,18 @@ def signal_in_second_call(processes, output_dir, steps, seconds, signum,
 @pytest.mark.slow
 def test_sigterm_mid_loop_saves_that_step_and_the_rerun_matches(data,
                                                                 tmp_path):
-  straight = pretraining_test.run(pretraining_test.command(
-      data, tmp_path / "straight", **LONG_LOOP))
-  assert straight.returncode == 0, straight.stderr[-3000:]
+  straight = start(pretraining_test.command(data, tmp_path / "straight",
+                                            **LONG_LOOP),
+                   tmp_path / "straight.log")
+  call_cpu = cpu_per_call([straight], 0, tmp_path / "straight", STEPS)
+  assert finish([straight], time.time() + 300) == [0], open(
+      tmp_path / "straight.log").read()[-3000:]
   output_dir = tmp_path / "stopped"
   cmd = pretraining_test.command(data, output_dir, **LONG_LOOP)
   log_path = tmp_path / "stopped.log"
   statuses = signal_in_second_call(
-      [start(cmd, log_path)], output_dir, STEPS,
-      seconds_per_call(straight.stderr, STEPS), signal.SIGTERM, 0, 3)
+      [start(cmd, log_path)], output_dir, STEPS, call_cpu, signal.SIGTERM, 0,
+      3)
   assert statuses == [143], open(log_path).read()[-3000:]
   saved = saved_steps(output_dir)
   assert len(saved) == 2 and saved[0] == STEPS // 3, saved
@@ -365,22 +390,33 @@ def start_workers(data, output_dir, log_dir):
   return processes, log_paths
 
 
-def run_workers(data, output_dir, log_dir):
-  """Runs both workers to the end; returns the chief's log."""
+def run_workers(data, output_dir, log_dir, measured=None):
+  """Runs both workers to the end.
+
+  Returns:
+    with measured (a worker's index), the CPU seconds that worker spent on
+    the second graph call (cpu_per_call); else None.
+  """
   processes, log_paths = start_workers(data, output_dir, log_dir)
+  call_cpu = None if measured is None else cpu_per_call(
+      processes, measured, output_dir, WORKER_STEPS)
   statuses = finish(processes, time.time() + 600)
   for status, path in zip(statuses, log_paths):
     assert status == 0, open(path).read()[-3000:]
-  return open(log_paths[0]).read()
+  return call_cpu
+
+
+# The worker signalled below.
+TARGET = 1
 
 
 @pytest.fixture(scope="module")
 def two_workers_straight(data, tmp_path_factory):
-  """An uninterrupted two-worker run: its output_dir, and how long its
-  second graph call took."""
+  """An uninterrupted two-worker run: its output_dir, and the CPU seconds
+  worker TARGET spent on its second graph call."""
   directory = tmp_path_factory.mktemp("straight")
-  chief_log = run_workers(data, directory / "out", directory)
-  return directory / "out", seconds_per_call(chief_log, WORKER_STEPS)
+  call_cpu = run_workers(data, directory / "out", directory, measured=TARGET)
+  return directory / "out", call_cpu
 
 
 @pytest.mark.slow
@@ -388,12 +424,12 @@ def test_a_signal_to_one_worker_stops_both_after_the_same_step(
     data, tmp_path, two_workers_straight):
   # To the worker that is not the chief, which saves: the harder case
   # (SIGINT's exit status and its agreement are checked in process above).
-  signum, target = signal.SIGTERM, 1
-  straight, seconds = two_workers_straight
+  signum, target = signal.SIGTERM, TARGET
+  straight, call_cpu = two_workers_straight
   output_dir = tmp_path / "out"
   processes, log_paths = start_workers(data, output_dir, tmp_path)
   statuses = signal_in_second_call(processes, output_dir, WORKER_STEPS,
-                                   seconds, signum, target, signum)
+                                   call_cpu, signum, target, signum)
   # Both, the worker that got no signal too: they agreed.
   assert statuses == [128 + signum] * 2, [
       open(p).read()[-3000:] for p in log_paths]
