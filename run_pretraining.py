@@ -110,7 +110,7 @@ def main(_):
     logging.info("  Batch size = %d", FLAGS.train_batch_size)
     trainer.train(input_pipeline.training_dataset_fn(
         files, task.name_to_features(True), train_batch, FLAGS.seed),
-                  FLAGS.train_batch_size)
+                  FLAGS.train_batch_size, FLAGS.max_seq_length)
   if FLAGS.do_eval:
     logging.info("***** Running evaluation *****")
     logging.info("  Batch size = %d", FLAGS.eval_batch_size)

@@ -146,7 +146,7 @@ def main(_):
     del train_examples
     trainer.train(runner.training_dataset_fn(
         task, strategy, train_file, per_replica, num_train_records),
-                  FLAGS.train_batch_size)
+                  FLAGS.train_batch_size, FLAGS.max_seq_length)
 
   if FLAGS.do_predict:
     eval_file = os.path.join(FLAGS.output_dir, "eval.tf_record")

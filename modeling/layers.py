@@ -191,13 +191,23 @@ class Dropout(keras.layers.Layer):
       self.generator = tf.random.Generator.from_seed(self.seed)
     super().build(input_shape)
 
-  def call(self, inputs, training=None, real_tokens=None):
+  def draw_seed(self):
+    """The op seed of the next mask: int64 [2], drawn from the generator
+    (advancing it), or None where nothing is dropped (rate 0)."""
+    if not self.rate:
+      return None
+    return self.generator.make_seeds(1)[:, 0]
+
+  def call(self, inputs, training=None, real_tokens=None, seed=None):
     """Drops with probability rate and scales up the rest, when training.
 
     Args:
       inputs: float Tensor; with real_tokens, the [N, H] rows it gathered.
       training: bool, whether to drop.
       real_tokens: a RealTokens or None.
+      seed: int64 [2] from draw_seed, or None to draw one now. A layer
+        whose forward pass is recomputed for the backward pass draws its
+        seeds once, before, so that both passes drop the same positions.
 
     Returns:
       Tensor like inputs.
@@ -206,7 +216,8 @@ class Dropout(keras.layers.Layer):
       return inputs
     # A fresh op seed from the generator each call; the fused stateless op
     # draws the mask.
-    seed = self.generator.make_seeds(1)[:, 0]
+    if seed is None:
+      seed = self.draw_seed()
     if real_tokens is None:
       return tf.nn.experimental.stateless_dropout(inputs, self.rate, seed)
     # Rows gathered from [B, T, H]: the mask is drawn in that layout and
@@ -375,7 +386,8 @@ class SelfAttention(keras.layers.Layer):
                        self.size_per_head])  # [B, T, N, D]
     return tf.transpose(x, [0, 2, 1, 3])  # [B, N, T, D]
 
-  def call(self, hidden_states, attention_mask, training=None, real_tokens=None):
+  def call(self, hidden_states, attention_mask, training=None, real_tokens=None,
+           dropout_seed=None):
     """Attends every position to every unmasked position.
 
     Args:
@@ -384,6 +396,8 @@ class SelfAttention(keras.layers.Layer):
         0 where not (padding). Rows broadcast over the from-positions.
       training: bool, whether dropout is active.
       real_tokens: a RealTokens, or None when hidden_states is [B, T, H].
+      dropout_seed: the attention dropout's seed (Dropout.draw_seed), or
+        None to draw it now.
 
     Returns:
       float [B, T, N * D] (or [N, N * D] when gathered), the per-head
@@ -405,7 +419,7 @@ class SelfAttention(keras.layers.Layer):
     adder = (1.0 - tf.cast(attention_mask, scores.dtype)) * MASK_ADDER
     scores += adder[:, tf.newaxis, :, :]  # [B, 1, F or 1, T]
     probs = tf.nn.softmax(scores)
-    probs = self.dropout(probs, training=training)
+    probs = self.dropout(probs, training=training, seed=dropout_seed)
     context = matmul(probs, value, self.matmul_dtype)  # [B, N, F, D]
     context = tf.transpose(context, [0, 2, 1, 3])  # [B, F, N, D]
     context = tf.reshape(context, [
@@ -452,7 +466,8 @@ class TransformerLayer(keras.layers.Layer):
     self.output_layer_norm = layer_norm("output_LayerNorm")
     self.dropout = Dropout(hidden_dropout_prob, dropout_seed + 1)
 
-  def call(self, hidden_states, attention_mask, training=None, real_tokens=None):
+  def call(self, hidden_states, attention_mask, training=None, real_tokens=None,
+           recompute=False):
     """Runs one block.
 
     Args:
@@ -461,17 +476,42 @@ class TransformerLayer(keras.layers.Layer):
       attention_mask: float [B, 1 or F, T], 1 = may attend.
       training: bool, whether dropout is active.
       real_tokens: a RealTokens, or None for [B, T, H] hidden states.
+      recompute: bool; when training, keep only hidden_states for the
+        backward pass and compute the block again there
+        (tf.recompute_grad), instead of keeping its activations. The
+        same numbers either way: the dropout seeds are drawn once, before
+        the block, and both passes use them.
 
     Returns:
       float, the shape of hidden_states.
     """
+    if not (recompute and training):
+      return self._block(hidden_states, attention_mask, training, real_tokens)
+    # In the order the block itself would draw them: the generators then
+    # stand where they would without recomputation.
+    seeds = (self.attention.dropout.draw_seed(), self.dropout.draw_seed(),
+             self.dropout.draw_seed())
+    # Only hidden_states is an argument (the one input with a gradient);
+    # the mask, positions and seeds are captured: graph-mode custom
+    # gradients take no keyword arguments.
+    block = tf.recompute_grad(lambda x: self._block(
+        x, attention_mask, training, real_tokens, seeds))
+    return block(hidden_states)
+
+  def _block(self, hidden_states, attention_mask, training, real_tokens,
+             seeds=(None, None, None)):
+    """The block's arithmetic (see call); seeds: the attention dropout's
+    and the two output dropouts' (Dropout.draw_seed), None to draw."""
     attention = self.attention(hidden_states, attention_mask,
-                               training=training, real_tokens=real_tokens)
+                               training=training, real_tokens=real_tokens,
+                               dropout_seed=seeds[0])
     attention = self.dropout(self.attention_output(attention),
-                             training=training, real_tokens=real_tokens)
+                             training=training, real_tokens=real_tokens,
+                             seed=seeds[1])
     attention = self.attention_layer_norm(attention + hidden_states)
     output = self.output_dense(self.intermediate(attention))
-    output = self.dropout(output, training=training, real_tokens=real_tokens)
+    output = self.dropout(output, training=training, real_tokens=real_tokens,
+                          seed=seeds[2])
     return self.output_layer_norm(output + attention)
 
 

@@ -142,6 +142,13 @@ def define_training_flags(modes=("train", "eval")):
                        "Micro-batches per update: each replica's batch is "
                        "split into this many, their gradients averaged "
                        "into one update of the whole batch.")
+  flags.DEFINE_bool("gradient_checkpointing", False,
+                    "Recompute activations: each Transformer layer keeps "
+                    "only its input for the backward pass and computes "
+                    "the rest again there. Far less memory (a longer "
+                    "--max_seq_length or a larger batch fits) for about a "
+                    "third more arithmetic per step; the same dropout "
+                    "masks, so the same weights as without it.")
   flags.DEFINE_integer("seed", 12345, "Seed of initialization, dropout and "
                        "input shuffling.")
 

@@ -73,7 +73,8 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
   elif FLAGS.do_train and outdir_lock.lock_until_exit(FLAGS.output_dir):
     checkpointing.remove_temporaries(FLAGS.output_dir)
   return training.Trainer(
-      strategy, task.model_builder(skips_padding(task, strategy)), task.loss,
+      strategy, task.model_builder(skips_padding(task, strategy),
+                                   FLAGS.gradient_checkpointing), task.loss,
       FLAGS.output_dir, FLAGS.learning_rate, num_train_steps, num_warmup_steps,
       FLAGS.iterations_per_loop, FLAGS.save_checkpoints_steps,
       FLAGS.keep_checkpoint_max, FLAGS.use_xla,
@@ -134,7 +135,7 @@ def train_on_records(trainer, task, train_file, num_examples, per_replica):
   logging.info("  Num steps = %d", trainer.num_train_steps)
   trainer.train(training_dataset_fn(task, trainer.strategy, train_file,
                                     per_replica, num_examples),
-                FLAGS.train_batch_size)
+                FLAGS.train_batch_size, FLAGS.max_seq_length)
 
 
 def training_dataset_fn(task, strategy, train_file, per_replica,

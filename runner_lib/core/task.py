@@ -47,13 +47,16 @@ class Task(abc.ABC):
     """Returns a Keras model holding a BertModel as `.bert` and this task's
     heads, all weights created (modeling.variable_map must cover them)."""
 
-  def model_builder(self, skip_padding):
+  def model_builder(self, skip_padding, gradient_checkpointing=False):
     """build_model, the encoder computing on real tokens only
     (BertModel.skip_padding) where skip_padding and SKIP_PADDING.
 
     Args:
       skip_padding: bool, whether the run allows it (trimmed batches, no
         XLA).
+      gradient_checkpointing: bool, the encoder recomputes its layers'
+        activations for the backward pass
+        (BertModel.gradient_checkpointing).
 
     Returns:
       A function of no arguments returning the model.
@@ -61,6 +64,7 @@ class Task(abc.ABC):
     def build_model():
       model = self.build_model()
       model.bert.skip_padding = skip_padding and self.SKIP_PADDING
+      model.bert.gradient_checkpointing = gradient_checkpointing
       return model
     return build_model
 

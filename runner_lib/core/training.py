@@ -6,6 +6,7 @@ import time
 from absl import logging
 import numpy as np
 import tensorflow as tf
+import tf_keras
 
 import modeling
 from runner_lib.core import checkpointing
@@ -24,6 +25,10 @@ LOSS_SCALE_PERIOD = 2000
 
 class TrainingError(errors.InputError):
   """Training cannot go on (e.g. the loss is no longer finite)."""
+
+
+class OutOfMemoryError(TrainingError):
+  """A training step needed more memory than the device has."""
 
 
 def _numbers(grad):
@@ -70,6 +75,16 @@ def clip_gradients(grads, clip_norm=CLIP_NORM):
   """
   grads, _ = tf.clip_by_global_norm(grads, clip_norm)
   return [None if g is None else tf.convert_to_tensor(g) for g in grads]
+
+
+def _first_oom_line(message):
+  """The allocator's own line of an out-of-memory message ("OOM when
+  allocating tensor with shape[...] ... on DEVICE"), past TensorFlow's
+  "Graph execution error:" and the trace of where the op was made."""
+  for line in message.splitlines():
+    if line.strip().startswith("OOM"):
+      return line.strip()
+  return message.strip().splitlines()[0] if message.strip() else "OOM"
 
 
 def is_chief(strategy):
@@ -319,16 +334,21 @@ class Trainer(object):
     strategy.extended.update(self.loss_scale, update,
                              args=(finite, self.good_steps))
 
-  def train(self, dataset_fn, global_batch_size):
+  def train(self, dataset_fn, global_batch_size, max_seq_length=None):
     """Trains from the current step to num_train_steps, saving as it goes.
 
     Args:
       dataset_fn: function (tf.distribute.InputContext, step) -> dataset of
         per-replica batches, resumed after `step` updates.
       global_batch_size: int, examples per update over all replicas.
+      max_seq_length: int or None, the batches' (longest) sequence
+        length, for the out-of-memory message.
 
     Raises:
       TrainingError: the loss became NaN or infinite (nothing is saved).
+      OutOfMemoryError: a step ran out of device memory; its message says
+        which flags cut memory (nothing is saved; the checkpoints already
+        in output_dir stay).
       errors.Interrupted: SIGINT or SIGTERM arrived, on this worker or on
         another one; every worker stopped after the same step, which the
         chief saved (interrupt.py).
@@ -395,7 +415,11 @@ class Trainer(object):
         steps = min(self.iterations_per_loop, to_save,
                     self.num_train_steps - step)
         started = time.time()
-        means, done = stop.run(train_steps, iterator, tf.constant(steps))
+        try:
+          means, done = stop.run(train_steps, iterator, tf.constant(steps))
+        except tf.errors.ResourceExhaustedError as e:
+          raise OutOfMemoryError(self._out_of_memory(
+              e, step, global_batch_size, max_seq_length)) from None
         elapsed = time.time() - started
         means, done = means.numpy(), int(done)
         loss = float(means[0])
@@ -424,6 +448,45 @@ class Trainer(object):
       signum = interrupt.agreed_signal(stop.run(agreed_requests).numpy())
       if signum:
         raise self._interrupted(signum, stop.signum)
+
+  def _out_of_memory(self, error, step, global_batch_size, max_seq_length):
+    """The one-line message for a step that ran out of memory: what
+    failed, and the flags not yet used that cut a step's memory.
+
+    Args:
+      error: the tf.errors.ResourceExhaustedError.
+      step: int, the last step done before the graph call that failed
+        (global_step itself may have moved in the failed call).
+      global_batch_size: int.
+      max_seq_length: int or None.
+
+    Returns:
+      str.
+    """
+    replicas = self.strategy.num_replicas_in_sync
+    micro_batch = global_batch_size // replicas // self.accumulation
+    cuts = []
+    if not getattr(getattr(self.model, "bert", None),
+                   "gradient_checkpointing", True):
+      cuts.append("--gradient_checkpointing (recompute activations)")
+    if micro_batch > 1:
+      cuts.append("--gradient_accumulation_steps=%d (the same update from "
+                  "smaller micro-batches)" % (self.accumulation * 2))
+    if (modeling.layers.matmul_dtype() == tf.float32 and
+        tf_keras.mixed_precision.global_policy().compute_dtype == "float32"):
+      cuts.append("--precision=bfloat16")
+    cuts.append("a smaller --train_batch_size or --max_seq_length")
+    latest = checkpointing.step_of(self.checkpoint.latest())
+    return (
+        "Out of memory training after step %d, at batch size %d (%d "
+        "examples per replica and micro-batch)%s: %s. Cut memory with %s. "
+        "%s" % (
+            step, global_batch_size, micro_batch,
+            "" if max_seq_length is None else
+            " and sequence length %d" % max_seq_length,
+            _first_oom_line(error.message), ", or ".join(cuts),
+            "Nothing saved since model.ckpt-%d, which is kept." % latest
+            if latest else "No checkpoint was saved."))
 
   def _interrupted(self, signum, own_signum):
     """errors.Interrupted for a stop at the current (saved) step.
