@@ -29,12 +29,14 @@ test-fast: $(VENV_STAMP)
 demo: $(VENV_STAMP)
 	bash demo/run_demo.sh
 
-# The twelve speed benchmarks that need only this machine's CPUs, with
-# their default flags, each beside its peer and appending a record to
-# benchmarks/results/: bench_encoder, bench_tokenizer, bench_pretraining,
-# bench_classifier, bench_squad, bench_swag, bench_ner, bench_serving,
-# bench_trim, bench_extract_features, bench_create_pretraining_data and
-# bench_learn_vocab (benchmarks/speed/); then the report renders the
+# The thirteen speed and memory benchmarks that need only this machine's
+# CPUs, with their default flags, each beside its peer and appending a
+# record to benchmarks/results/: bench_encoder, bench_tokenizer,
+# bench_pretraining, bench_classifier, bench_squad, bench_swag, bench_ner,
+# bench_serving, bench_trim, bench_extract_features,
+# bench_create_pretraining_data, bench_learn_vocab and bench_memory (the
+# longest: BERT-Large steps at up to seq 512) (benchmarks/speed/); then
+# the report renders the
 # pages' tables from the records. Not here: bench_hf_classifier (make
 # benchmark-hf), bench_gpu*.py (a GPU machine), quality.py (make quality),
 # profiling/ and checks/ (benchmarks/README.md). Run it on a quiet
@@ -52,6 +54,7 @@ benchmark: $(VENV_STAMP)
 	$(PYTHON) benchmarks/speed/bench_extract_features.py
 	$(PYTHON) benchmarks/speed/bench_create_pretraining_data.py
 	$(PYTHON) benchmarks/speed/bench_learn_vocab.py
+	$(PYTHON) benchmarks/speed/bench_memory.py
 	$(PYTHON) benchmarks/report.py
 
 # Fine-tuning results from real pre-trained weights (all-MiniLM-L6-v2):

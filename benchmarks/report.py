@@ -16,6 +16,9 @@ leaving everything else in a page byte for byte. Blocks:
   docs/img/speed_ratios.png, the speed ratios (ours/peer) per benchmark
   and machine, drawn here;
 - docs/results.md `results`: quality.py's records, per machine;
+- docs/training.md `memory`: bench_memory.py's largest-batch table beside
+  the original README's, per machine, and a link to docs/img/memory.png,
+  peak memory against batch size, drawn here;
 - README.md `glance`: up to 10 headline numbers with machine and date;
   `quickstart-mrpc`, `quickstart-pretrain`, `quickstart-serving`, `demo`:
   the output a command printed, from the record of that name.
@@ -54,6 +57,17 @@ FIGURE = "docs/img/speed_ratios.png"
 FIGURE_LINK = "img/speed_ratios.png"
 
 QUALITY = "quality"
+# Its headline numbers are batch sizes and memory ratios, not speed ratios:
+# not drawn as bars nor quoted in the README's speed table.
+MEMORY = "bench_memory"
+TRAINING_PAGE = "docs/training.md"
+MEMORY_FIGURE = "docs/img/memory.png"
+MEMORY_FIGURE_LINK = "img/memory.png"
+# The fit table's and the points table's titles start so
+# (bench_memory.py).
+MEMORY_POINTS = "Peak memory of one training step"
+MEMORY_FITS = "Fit: peak ="
+MEMORY_LARGEST = "Largest training batch"
 # Records of a command's output -> what to run to record one.
 OUTPUTS = {
     "quickstart-mrpc": "the MRPC quick start",
@@ -68,6 +82,7 @@ OUTPUT_PAGES = {"demo": RESULTS_PAGE}
 BLOCKS = ((BENCHMARKS_PAGE, "benchmarks"),
           (BENCHMARKS_PAGE, "benchmarks-figure"),
           (RESULTS_PAGE, "results"),
+          (TRAINING_PAGE, "memory"),
           (README, "glance")) + tuple(
               (OUTPUT_PAGES.get(name, README), name) for name in OUTPUTS)
 
@@ -273,7 +288,8 @@ def speed_ratios(records):
   machine's newest value of each speed benchmark's headline."""
   bars = []
   for key, entries in by_machine([e for e in records
-                                  if e["benchmark"].startswith("bench_")]):
+                                  if e["benchmark"].startswith("bench_") and
+                                  e["benchmark"] != MEMORY]):
     values = {}
     for entry in entries:
       for name, value in entry.get("headline", {}).items():
@@ -305,7 +321,7 @@ def results_block(records):
 
 def glance_block(records):
   """The README's short table: headline numbers, newest per name."""
-  names = sorted({e["benchmark"] for e in records})
+  names = sorted({e["benchmark"] for e in records} - {MEMORY})
   order = [n for n in GLANCE_ORDER if n in names] + [
       n for n in names if n not in GLANCE_ORDER]
   rows, seen = [], set()
@@ -328,6 +344,120 @@ def glance_block(records):
   table = markdown_table({"title": None, "rows": rows,
                           "columns": ["", "value", "machine", "date"]})
   return table + "\n\nSpeed ratios: ours / peer, above 1 where ours is faster."
+
+
+def memory_table(entry, title):
+  """The table of a bench_memory record whose title starts with title.
+
+  Raises:
+    ReportError: it has none.
+  """
+  for table in entry["tables"]:
+    if (table["title"] or "").startswith(title):
+      return table
+  raise ReportError("benchmarks/results/%s.jsonl: a record of %s has no "
+                    "table titled %r..." % (MEMORY, entry["date"], title))
+
+
+def memory_entries(records):
+  """[(machine key, its newest bench_memory record)], newest first."""
+  return [(key, entries[0]) for key, entries in
+          by_machine([e for e in records if e["benchmark"] == MEMORY])]
+
+
+def memory_block(records):
+  """Per machine, the newest bench_memory record's largest-batch table and
+  notes; the figure's link."""
+  entries = memory_entries(records)
+  if not entries:
+    return ("Not recorded yet: run `.venv/bin/python "
+            "benchmarks/speed/bench_memory.py`.")
+  parts = []
+  for key, entry in entries:
+    parts.append("On %s (%s, %s cores), %s:" % (
+        key, entry["machine"]["cpu"], entry["machine"]["cores"],
+        provenance(entry)))
+    parts.append(markdown_table(memory_table(entry, MEMORY_LARGEST)))
+    parts += ["Note: %s" % note for note in entry.get("notes", [])]
+  parts.append(
+      "![Peak memory of a training step against batch size](%s)\n\n"
+      "Measured peaks (dots) and their fit (lines) per side, the budgets as "
+      "dashed lines; the whole record, with every measured point, is in "
+      "[benchmarks.md](benchmarks.md)." % MEMORY_FIGURE_LINK)
+  return "\n\n".join(parts)
+
+
+def memory_series(entry):
+  """[(panel title, {side: ([batch], [peak GB], (fixed, per example GB) or
+  None)})] of a bench_memory record, one panel per model, sequence length
+  and precision, in the points table's order."""
+  points = memory_table(entry, MEMORY_POINTS)
+  fits = memory_table(entry, MEMORY_FITS)
+  column = {name: i for i, name in enumerate(points["columns"])}
+  fit_column = {name: i for i, name in enumerate(fits["columns"])}
+  panels = {}
+  for row in points["rows"]:
+    title = "%s, seq %s, %s, %s" % (row[column["model"]], row[column["seq"]],
+                                    row[column["head"]],
+                                    row[column["precision"]])
+    side = panels.setdefault(title, {}).setdefault(
+        row[column["side"]], [[], [], None])
+    side[0].append(row[column["batch"]])
+    side[1].append(row[column["peak GB"]])
+  for row in fits["rows"]:
+    title = "%s, seq %s, %s, %s" % (
+        row[fit_column["model"]], row[fit_column["seq"]],
+        row[fit_column["head"]], row[fit_column["precision"]])
+    fixed = row[fit_column["fixed GB"]]
+    per_example = row[fit_column["per example MB"]]
+    if title in panels and row[fit_column["side"]] in panels[title] and (
+        fixed is not None):
+      panels[title][row[fit_column["side"]]][2] = (fixed, per_example / 1e3)
+  budgets = [float(c.split()[2]) for c in fits["columns"]
+             if c.startswith("batch in ")]
+  return list(panels.items()), budgets
+
+
+def draw_memory(entry):
+  """PNG bytes: peak memory against batch size, a panel per point of the
+  newest machine's record, a dashed line per budget."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  from matplotlib import figure  # pylint: disable=g-import-not-at-top
+  panels, budgets = memory_series(entry)
+  columns = 2
+  rows = -(-len(panels) // columns)
+  fig = figure.Figure(figsize=(FIGURE_WIDTH, 3.2 * rows))
+  axes = fig.subplots(rows, columns, squeeze=False)
+  colors = {"ours": "#dd8452", "ours, recomputation": "#4c72b0",
+            "Model Garden": "#7f7f7f"}
+  for ax, (title, sides) in zip(axes.flat, panels):
+    largest = max(max(b) for b, _, _ in sides.values())
+    for side, (batches, peaks, fitted) in sides.items():
+      color = colors.get(side, "black")
+      ax.plot(batches, peaks, "o", color=color, markersize=4)
+      if fitted:
+        top = max(largest, (max(budgets) - fitted[0]) / fitted[1]
+                  if fitted[1] > 0 else largest)
+        xs = [1, min(top, 4 * largest)]
+        ax.plot(xs, [fitted[0] + fitted[1] * x for x in xs], "-",
+                color=color, linewidth=1, label=side)
+    for budget in budgets:
+      ax.axhline(budget, color="black", linestyle="--", linewidth=0.7)
+      ax.text(1, budget, " %g GB" % budget, va="bottom", fontsize=7)
+    ax.set_ylim(0, max(budgets) * 1.3)
+    ax.set_title(title, fontsize=9, loc="left")
+    ax.set_xlabel("batch size", fontsize=8)
+    ax.set_ylabel("peak GB", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=7, loc="lower right")
+  for ax in list(axes.flat)[len(panels):]:
+    ax.set_visible(False)
+  fig.tight_layout()
+  buffer = io.BytesIO()
+  fig.savefig(buffer, format="png", dpi=FIGURE_DPI,
+              metadata={"Software": None})
+  return buffer.getvalue()
 
 
 def output_block(records, name):
@@ -365,6 +495,7 @@ def render(records):
   blocks = {(BENCHMARKS_PAGE, "benchmarks"): benchmarks_block(kept),
             (BENCHMARKS_PAGE, "benchmarks-figure"): figure_block(bars),
             (RESULTS_PAGE, "results"): results_block(kept),
+            (TRAINING_PAGE, "memory"): memory_block(kept),
             (README, "glance"): glance_block(kept)}
   for name in OUTPUTS:
     blocks[OUTPUT_PAGES.get(name, README), name] = output_block(kept, name)
@@ -448,6 +579,11 @@ def check(root):
                         (page, name, changed))
   if bars and not os.path.exists(os.path.join(root, FIGURE)):
     problems.append("%s: missing (the records have speed ratios)" % FIGURE)
+  if (memory_entries(newest(load_records(os.path.join(
+      root, "benchmarks", "results")))) and
+      not os.path.exists(os.path.join(root, MEMORY_FIGURE))):
+    problems.append("%s: missing (bench_memory has a record)" %
+                    MEMORY_FIGURE)
   return problems
 
 
@@ -531,6 +667,11 @@ def write(root):
              if write_file(os.path.join(root, page), text.encode("utf-8"))]
   if bars and write_file(os.path.join(root, FIGURE), draw(bars)):
     changed.append(FIGURE)
+  memory = memory_entries(newest(load_records(os.path.join(
+      root, "benchmarks", "results"))))
+  if memory and write_file(os.path.join(root, MEMORY_FIGURE),
+                           draw_memory(memory[0][1])):
+    changed.append(MEMORY_FIGURE)
   return changed
 
 

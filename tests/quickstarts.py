@@ -60,6 +60,30 @@ def quickstarts(text=None):
   return found
 
 
+def section_blocks(page, heading):
+  """The shell blocks of a docs page's `## heading` section, in order.
+
+  Args:
+    page: str, a path relative to the repo, e.g. "docs/training.md".
+    heading: str, the section's title after "## ".
+
+  Raises:
+    ValueError: the page has no such section, or it has no shell block.
+  """
+  with open(os.path.join(REPO_ROOT, page), encoding="utf-8") as f:
+    text = f.read()
+  match = re.search(r"^## %s$" % re.escape(heading), text, re.M)
+  if not match:
+    raise ValueError("%s has no section '## %s'." % (page, heading))
+  end = _HEADING.search(text, match.end())
+  blocks = _BLOCK.findall(text[match.end():end.start() if end else
+                               len(text)])
+  if not blocks:
+    raise ValueError("%s: section '## %s' has no shell block." % (page,
+                                                                  heading))
+  return blocks
+
+
 def placeholders(block):
   """The names a block's `export NAME=/path/to/...` lines leave to the
   user, in order."""

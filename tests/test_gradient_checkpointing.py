@@ -4,6 +4,7 @@ memory ends a run with one line."""
 
 import json
 import os
+import random
 import subprocess
 import sys
 
@@ -14,9 +15,13 @@ import tf_keras
 
 import modeling
 from runner_lib.classifier import task as classifier_task
+from runner_lib.core import tfrecord_writer
 from runner_lib.core import training
+from runner_lib.pretraining import instances
 from runner_lib.pretraining import task as pretraining
-from tests.conftest import run_script
+from tests import quickstarts
+from tests import reference
+from tests import test_create_pretraining_data as cpd
 from tests.test_modeling import padded_pair_batch
 from tests.test_modeling import tiny_config
 from tests.test_run_classifier import base_args
@@ -315,3 +320,68 @@ def test_the_message_leaves_out_what_is_already_on(tmp_path):
   assert "--gradient_accumulation_steps" not in last
   assert "a smaller --train_batch_size or --max_seq_length" in last
   assert "No checkpoint was saved." in last
+
+
+def squad_training_file(path):
+  """A SQuAD v1.1 training file of 12 answered questions."""
+  context = ("The man went to the store, and he bought a gallon of milk. "
+             "The big dog sat on the red mat.")
+  answers = [("What did he buy?", "a gallon of milk"),
+             ("Where did the man go?", "the store"),
+             ("Who sat on the mat?", "The big dog"),
+             ("What color was the mat?", "red")] * 3
+  qas = [{"id": "q%d" % i, "question": question,
+          "answers": [{"text": text, "answer_start": context.index(text)}]}
+         for i, (question, text) in enumerate(answers)]
+  path.write_text(json.dumps({"version": "1.1", "data": [{
+      "title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}))
+
+
+@pytest.mark.slow
+def test_the_memory_commands_of_the_docs_run_as_written(tmp_path):
+  """docs/training.md's Memory commands (BERT-Large settings within 12 or
+  16 GB) on a tiny BERT under BERT_LARGE_DIR, each at a few steps: the
+  flags they combine (recomputation, accumulation) are accepted together
+  and train the steps the batch and epochs imply."""
+  blocks = quickstarts.section_blocks("docs/training.md", "Memory")
+  large = tmp_path / "large"
+  large.mkdir()
+  vocab_file = cpd.write_vocab(large / "vocab.txt")
+  config = modeling.BertConfig(
+      vocab_size=len(open(vocab_file).read().split()), hidden_size=32,
+      num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+      max_position_embeddings=512, type_vocab_size=2)
+  (large / "bert_config.json").write_text(config.to_json_string())
+  reference.write_tf1_checkpoint(str(large / "bert_model.ckpt"),
+                                 reference.random_weights(config, seed=3))
+  squad = tmp_path / "squad"
+  squad.mkdir()
+  squad_training_file(squad / "train-v1.1.json")
+  glue = tmp_path / "glue"
+  mrpc_folder(glue / "MRPC")
+  pretraining = tmp_path / "pretraining"
+  pretraining.mkdir()
+  with open(cpd.synthetic_corpus(pretraining / "corpus.txt", 40)) as f:
+    documents, vocab = cpd.read_documents(f, vocab_file)
+  records = instances.create_training_records(
+      documents, instances.InstanceOptions(512, 0.1, 0.15, 80, False),
+      instances.MaskingVocab(vocab), 1, random.Random(1))
+  with tfrecord_writer.RoundRobinWriter(
+      [str(pretraining / "tf_examples_512.tfrecord")]) as writer:
+    for record in records:
+      writer.write(record)
+  script = quickstarts.script(blocks, str(tmp_path), replacements=[
+      ("--num_train_epochs=2.0", "--num_train_epochs=4.0"),
+      ("--num_train_epochs=3.0", "--num_train_epochs=0.25"),
+      ("--num_train_steps=100000", "--num_train_steps=2"),
+      ("--num_warmup_steps=10000", "--num_warmup_steps=1")])
+  result = quickstarts.run(script, {
+      "BERT_LARGE_DIR": str(large), "SQUAD_DIR": str(squad),
+      "GLUE_DIR": str(glue), "PRETRAINING_DIR": str(pretraining)})
+  assert result.returncode == 0, result.stderr[-3000:]
+  # 12 questions, one window each, batch 24, 4 epochs: 2 steps. 256 MRPC
+  # pairs, batch 32, a quarter epoch: 2 steps. Pre-training: 2 steps.
+  for output_dir in ("squad_large_12gb", "mrpc_large_12gb",
+                     "pretraining_large_16gb"):
+    latest = tf.train.latest_checkpoint(str(tmp_path / output_dir))
+    assert latest and latest.endswith("model.ckpt-2"), (output_dir, latest)

@@ -106,7 +106,8 @@ def write_pages(root, around="text {n}\n"):
   """Every page with its blocks' markers, `around` (numbered) between
   and around them; returns {page: text}."""
   texts = {}
-  for page in (report.BENCHMARKS_PAGE, report.RESULTS_PAGE, report.README):
+  for page in (report.BENCHMARKS_PAGE, report.RESULTS_PAGE,
+               report.TRAINING_PAGE, report.README):
     parts = [around.format(n=0)]
     for n, (block_page, name) in enumerate(report.BLOCKS, 1):
       if block_page == page:
@@ -214,7 +215,7 @@ def test_write_keeps_text_outside_the_markers(tmp_path):
   changed = report.write(root)
   assert sorted(changed) == sorted([report.BENCHMARKS_PAGE,
                                     report.RESULTS_PAGE, report.README,
-                                    report.FIGURE])
+                                    report.TRAINING_PAGE, report.FIGURE])
   for page, text in before.items():
     after = read(root, page)
     outside = re.split(r"<!-- report:begin [\w-]+ -->.*?"
@@ -336,3 +337,59 @@ def test_a_broken_record_is_named(tmp_path):
                      match=r"bench_x\.jsonl:2 is not a record: it lacks "
                      r"settings, tables, date, machine\.$"):
     report.check(str(tmp_path))
+
+
+def memory_record():
+  """A bench_memory record: two sides of one point, their fits and the
+  largest-batch table, as bench_memory.py writes them."""
+  points = [["BERT-Large", 512, "squad", "float32", side, batch, peak, 0.0,
+             1.0] for side, batch, peak in [
+                 ("ours", 1, 7.0), ("ours", 2, 8.5), ("ours", 4, 11.5),
+                 ("ours, recomputation", 8, 6.5),
+                 ("ours, recomputation", 16, 7.7)]]
+  fits = [["BERT-Large", 512, "squad", "float32", "ours", 5.5, 1500.0, 4, 7,
+           4, 11.5, ""],
+          ["BERT-Large", 512, "squad", "float32", "ours, recomputation", 5.3,
+           150.0, 44, 71, 44, 11.9, ""]]
+  largest = [["BERT-Large, the original README (Titan X 12 GB)", 0],
+             ["BERT-Large, ours, 12 GB", 4],
+             ["BERT-Large, ours, recomputation, 12 GB", 44]]
+  record = entry("2025-03-01T10:00:00Z", [], benchmark="bench_memory",
+                 headline={"BERT-Large seq 512 largest batch in 12 GB, "
+                           "recomputation": 44})
+  record["tables"] = [
+      {"title": "Peak memory of one training step (GB)",
+       "columns": ["model", "seq", "head", "precision", "side", "batch",
+                   "peak GB", "resident growth GB", "step s"],
+       "rows": points},
+      {"title": "Fit: peak = fixed + per example x batch",
+       "columns": ["model", "seq", "head", "precision", "side", "fixed GB",
+                   "per example MB", "batch in 12 GB", "batch in 16 GB",
+                   "confirmed batch", "its peak GB", "note"], "rows": fits},
+      {"title": "Largest training batch (float32)",
+       "columns": ["model, side, budget", "seq 512"], "rows": largest}]
+  record["notes"] = ["BERT-Large seq 512: memory per example with "
+                     "recomputation / without: 0.100"]
+  return record
+
+
+def test_memory_block_figure_and_no_speed_bars(tmp_path):
+  record = memory_record()
+  block = report.memory_block([record])
+  assert "| BERT-Large, ours, recomputation, 12 GB | 44 |" in block
+  assert "Note: BERT-Large seq 512: memory per example" in block
+  assert "](img/memory.png)" in block
+  # Batch sizes are not speed ratios: no bars, no glance row.
+  assert report.speed_ratios([record]) == []
+  assert "largest batch" not in report.glance_block([record])
+  panels, budgets = report.memory_series(record)
+  assert budgets == [12.0, 16.0]
+  [(title, sides)] = panels
+  assert title == "BERT-Large, seq 512, squad, float32"
+  assert sides["ours, recomputation"] == [[8, 16], [6.5, 7.7], (5.3, 0.15)]
+  assert report.draw_memory(record).startswith(b"\x89PNG")
+  write_records(str(tmp_path), [record])
+  write_pages(str(tmp_path))
+  changed = report.write(str(tmp_path))
+  assert report.MEMORY_FIGURE in changed
+  assert report.check(str(tmp_path)) == []
