@@ -92,6 +92,9 @@ def test_steps_with_recomputation_equal_steps_without(tmp_path, kind):
     batch, skip = classifier_batch(config), True
   without, with_ = train_both(tmp_path, task, batch, steps=4,
                               skip_padding=skip)
+  # The same variables under the same checkpoint names.
+  assert sorted(with_["weights"]) == sorted(without["weights"])
+  assert sorted(with_["dropout"]) == sorted(without["dropout"])
   assert without["dropout"], "no dropout generator: nothing to compare"
   for name, state in without["dropout"].items():
     np.testing.assert_array_equal(with_["dropout"][name], state, name)
