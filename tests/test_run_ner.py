@@ -152,9 +152,11 @@ def test_learns_real_sentences_fine_tuned_then_feature_based(shared_data,
                 max_seq_length="48", train_batch_size="16",
                 eval_batch_size="32", iterations_per_loop="100",
                 do_train="true", do_eval="true")
+  # 8 epochs at 6e-4 (not 15 at 3e-4): half the steps, and an F1 near
+  # 0.38, as at 5e-4 (0.33) and 7e-4 (0.38); from 1e-3 it tags all O.
   result = run_script("run_ner.py", base_args(
       data_dir, tmp_path / "tuned", init_checkpoint=prefix,
-      learning_rate="3e-4", num_train_epochs="15", **common))
+      learning_rate="6e-4", num_train_epochs="8", **common))
   assert result.returncode == 0, result.stderr[-3000:]
   tuned = read_results(tmp_path / "tuned" / "eval_results.txt")
   # Tagging everything O scores 0 entity F1.
@@ -171,7 +173,7 @@ def test_learns_real_sentences_fine_tuned_then_feature_based(shared_data,
   result = run_script("run_ner.py", base_args(
       data_dir, tmp_path / "features", feature_based="true",
       init_checkpoint=str(tmp_path / "tuned"), lstm_units="32",
-      feature_layers="-1,-2", learning_rate="1e-3", num_train_epochs="4",
+      feature_layers="-1,-2", learning_rate="3e-3", num_train_epochs="2",
       **common))
   assert result.returncode == 0, result.stderr[-3000:]
   frozen = read_results(tmp_path / "features" / "eval_results.txt")
