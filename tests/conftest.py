@@ -76,6 +76,48 @@ def minilm_google_dir(tmp_path_factory):
   return str(shared_folder(tmp_path_factory, "minilm_google", convert))
 
 
+# The max_seq_length of hub_exports.
+HUB_SEQ = 32
+
+
+@pytest.fixture(scope="session")
+def hub_exports(tmp_path_factory):
+  """(preprocessor dir, encoder dir, config, checkpoint prefix): a tiny
+  BERT on the uncased vocab, its weights saved under the original names,
+  exported by export_saved_model.py with --max_seq_length=HUB_SEQ as
+  --task=preprocessor and --task=encoder; once for the session, as
+  test_hub_interface and test_export_saved_model both read them. Skips
+  where ../shared/data is absent."""
+  if not os.path.isdir(SHARED_DATA):
+    pytest.skip("../shared/data is absent (real data sets live there)")
+  import modeling  # pylint: disable=g-import-not-at-top
+  from tests.test_modeling import tiny_config  # pylint: disable=g-import-not-at-top
+  vocab_file = os.path.join(SHARED_DATA, "vocab", "uncased_vocab.txt")
+  with open(vocab_file, encoding="utf-8") as f:
+    vocab_size = sum(1 for _ in f)
+  config = tiny_config(vocab_size=vocab_size, max_position_embeddings=64)
+
+  def build(work):
+    model = modeling.BertModel(config, seed=1)
+    prefix = modeling.save_checkpoint(model, str(work / "bert_model.ckpt"))
+    config_file = work / "bert_config.json"
+    config_file.write_text(config.to_json_string())
+    common = {"vocab_file": vocab_file, "max_seq_length": str(HUB_SEQ)}
+    results = run_scripts([
+        ("export_saved_model.py", dict(
+            common, task="preprocessor",
+            export_dir=str(work / "preprocessor"))),
+        ("export_saved_model.py", dict(
+            common, task="encoder", bert_config_file=str(config_file),
+            init_checkpoint=prefix, export_dir=str(work / "encoder")))])
+    for result in results:
+      assert result.returncode == 0, result.stderr[-3000:]
+
+  work = shared_folder(tmp_path_factory, "hub_exports", build)
+  return (str(work / "preprocessor"), str(work / "encoder"), config,
+          str(work / "bert_model.ckpt"))
+
+
 def _command(script, args):
   if isinstance(args, dict):
     args = ["--%s=%s" % item for item in args.items()]

@@ -16,6 +16,7 @@ import modeling
 from runner_lib.core import packing
 import tokenization
 from tests import reference
+from tests.conftest import HUB_SEQ
 from tests.conftest import run_script
 from tests.conftest import run_scripts
 
@@ -42,8 +43,11 @@ except ImportError:
 with open(sys.argv[1]) as f:
   request = json.load(f)
 results = {"isolated": isolated}
+models = {}  # Each SavedModel loaded once, whichever signatures are called.
 for name, call in request.items():
-  loaded = tf.saved_model.load(call["path"])
+  if call["path"] not in models:
+    models[call["path"]] = tf.saved_model.load(call["path"])
+  loaded = models[call["path"]]
   inputs = {key: tf.constant(value if key != "examples" else
                              [bytes.fromhex(v) for v in value])
             for key, value in call["inputs"].items()}
@@ -116,7 +120,8 @@ def serialized_example(text_a, text_b):
       ).hex()
 
 
-def test_exports_equal_the_runners_on_real_rows(shared_data, tmp_path):
+def test_exports_equal_the_runners_on_real_rows(shared_data, hub_exports,
+                                                tmp_path):
   config = modeling.BertConfig(**CONFIG)
   config_file = tmp_path / "bert_config.json"
   config_file.write_text(config.to_json_string())
@@ -177,15 +182,15 @@ def test_exports_equal_the_runners_on_real_rows(shared_data, tmp_path):
   ] + [("export_saved_model.py",
         export_args(tmp_path, task, config_file, vocab_file, prefix,
                     **({"task_name": "MRPC"} if task == "classifier" else {})))
-       for task in ("classifier", "swag", "ner", "encoder")] +
-                        [("export_saved_model.py", {
-                            "task": "preprocessor", "vocab_file": vocab_file,
-                            "max_seq_length": str(SEQ),
-                            "export_dir": str(tmp_path / "export_pre")})])
+       for task in ("classifier", "swag", "ner")])
   for result in results:
     assert result.returncode == 0, result.stderr[-3000:]
   paths = {task: str(tmp_path / ("export_" + task))
-           for task in ("classifier", "swag", "ner", "encoder")}
+           for task in ("classifier", "swag", "ner")}
+  # The encoder and preprocessor: those test_hub_interface reads, exported
+  # once for the session (conftest.hub_exports), at HUB_SEQ.
+  paths["preprocessor"], paths["encoder"], hub_config, hub_prefix = (
+      hub_exports)
   mrpc_want = read_probabilities(tmp_path / "mrpc_out" / "test_results.tsv")
   swag_want = read_probabilities(tmp_path / "swag_out" / "test_results.tsv")
   ner_rows = [[line.split(" ") for line in block.split("\n")] for block in
@@ -209,11 +214,11 @@ def test_exports_equal_the_runners_on_real_rows(shared_data, tmp_path):
                                   for rows in ner_rows]}},
       "encoder": {"path": paths["encoder"], "signature": "serving_default",
                   "inputs": {"text_a": texts}},
-      "packed": {"path": str(tmp_path / "export_pre"),
+      "packed": {"path": paths["preprocessor"],
                  "signature": "bert_pack_inputs", "seq_length": 40,
                  "inputs": {"text_a": [r[3] for r in mrpc_rows],
                             "text_b": [r[4] for r in mrpc_rows]}},
-      "single": {"path": str(tmp_path / "export_pre"),
+      "single": {"path": paths["preprocessor"],
                  "signature": "serving_default",
                  "inputs": {"text": [r[3] for r in mrpc_rows]}}})
 
@@ -234,10 +239,11 @@ def test_exports_equal_the_runners_on_real_rows(shared_data, tmp_path):
     assert set(tags[n:]) <= {""} and set(words[n:]) <= {""}
     assert "" not in tags[:n]
   # The encoder: BertModel on the original tokenization and layout.
-  model = modeling.BertModel(config)
-  modeling.load_checkpoint(model, prefix)
+  model = modeling.BertModel(hub_config)
+  modeling.load_checkpoint(model, hub_prefix)
   for row, text in enumerate(texts):
-    _, ids, mask, segments = packing.encode_pair(tokenizer, text, None, SEQ)
+    _, ids, mask, segments = packing.encode_pair(tokenizer, text, None,
+                                                 HUB_SEQ)
     want = model({"input_ids": np.array([ids]), "input_mask": np.array([mask]),
                   "segment_ids": np.array([segments])}, training=False)
     np.testing.assert_allclose(got["encoder"]["pooled_output"][row],
@@ -254,7 +260,7 @@ def test_exports_equal_the_runners_on_real_rows(shared_data, tmp_path):
     assert got["packed"]["input_word_ids"][row] == ids
     assert got["packed"]["input_mask"][row] == mask
     assert got["packed"]["input_type_ids"][row] == segments
-    _, ids, _, _ = packing.encode_pair(tokenizer, r[3], None, SEQ)
+    _, ids, _, _ = packing.encode_pair(tokenizer, r[3], None, HUB_SEQ)
     assert got["single"]["input_word_ids"][row] == ids
 
   # saved_model_cli lists the documented signatures and runs one.

@@ -14,47 +14,16 @@ import tensorflow_text  # pylint: disable=unused-import
 import tf_keras
 
 import modeling
-from tests.conftest import run_scripts
-from tests.conftest import shared_folder
-from tests.test_modeling import tiny_config
 
 pytestmark = pytest.mark.slow  # Two exports in subprocesses.
 
-SEQ = 32
-
 
 @pytest.fixture(scope="session")
-def exports(tmp_path_factory):
-  """(preprocessor dir, encoder dir, config, checkpoint prefix): a tiny
-  BERT on a vocab of SST-2's words, saved and exported (once for the
-  session: every test here reads them)."""
-  from tests.conftest import SHARED_DATA  # pylint: disable=g-import-not-at-top
-  if not os.path.isdir(SHARED_DATA):
-    pytest.skip("../shared/data is absent (real data sets live there)")
-  vocab_file = os.path.join(SHARED_DATA, "vocab", "uncased_vocab.txt")
-  with open(vocab_file, encoding="utf-8") as f:
-    vocab_size = sum(1 for _ in f)
-  config = tiny_config(vocab_size=vocab_size, max_position_embeddings=64)
-
-  def build(work):
-    model = modeling.BertModel(config, seed=1)
-    prefix = modeling.save_checkpoint(model, str(work / "bert_model.ckpt"))
-    config_file = work / "bert_config.json"
-    config_file.write_text(config.to_json_string())
-    common = {"vocab_file": vocab_file, "max_seq_length": str(SEQ)}
-    results = run_scripts([
-        ("export_saved_model.py", dict(
-            common, task="preprocessor",
-            export_dir=str(work / "preprocessor"))),
-        ("export_saved_model.py", dict(
-            common, task="encoder", bert_config_file=str(config_file),
-            init_checkpoint=prefix, export_dir=str(work / "encoder")))])
-    for result in results:
-      assert result.returncode == 0, result.stderr[-3000:]
-
-  work = shared_folder(tmp_path_factory, "hub_exports", build)
-  return (str(work / "preprocessor"), str(work / "encoder"), config,
-          str(work / "bert_model.ckpt"))
+def exports(hub_exports):
+  """conftest's hub_exports: (preprocessor dir, encoder dir, config,
+  checkpoint prefix), made once for the session (test_export_saved_model
+  reads them too)."""
+  return hub_exports
 
 
 def sst2_rows(count):
