@@ -378,6 +378,7 @@ def memory_block(records):
         key, entry["machine"]["cpu"], entry["machine"]["cores"],
         provenance(entry)))
     parts.append(markdown_table(memory_table(entry, MEMORY_LARGEST)))
+    parts.append(markdown_table(memory_table(entry, MEMORY_FITS)))
     parts += ["Note: %s" % note for note in entry.get("notes", [])]
   parts.append(
       "![Peak memory of a training step against batch size](%s)\n\n"

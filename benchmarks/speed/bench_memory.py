@@ -417,35 +417,52 @@ def main(argv):
       fits[model, seq, precision, side] = (fixed, per_example)
       largest = [largest_batch(fixed, per_example, budget * GB)
                  for budget in budgets]
-      confirmed, note = None, stopped
+      confirmed, target, note = None, None, stopped
       if FLAGS.confirm and side != "model_garden" and largest[0]:
-        target = largest[0]
-        if target in dict(measured):
-          confirmed = dict(measured)[target]["peak"]
-        elif fixed + per_example * target + HEADROOM > rss_limit:
-          note = "; ".join(filter(None, [
-              note, "not confirmed: more than this machine has free"]))
-        else:
+        linear = linear_part([(b, m["peak"]) for b, m in measured])
+        # A run at the predicted batch; where it lands over the budget,
+        # the fit again with that point and one more run at its batch.
+        for _ in range(2):
+          target = largest[0]
+          if target in dict(measured):
+            confirmed = dict(measured)[target]["peak"]
+            break
+          if fixed + per_example * target + HEADROOM > rss_limit:
+            note = "; ".join(filter(None, [
+                note, "not confirmed: more than this machine has free"]))
+            target = None
+            break
           print("  confirming batch %d ..." % target, flush=True)
           result = run_child(dict(model=model, seq=seq, precision=precision,
                                   side=side, batch=target), rss_limit)
           if result is None:
             note = "; ".join(filter(None, [
                 note, "confirmation run stopped or failed"]))
-          else:
-            confirmed = result["peak"]
-            points_rows.append([MODEL_NAMES[model], seq, head_of(seq),
-                                precision, SIDE_NAMES[side], target,
-                                round(confirmed / GB, 3),
-                                round(result["rss_growth"] / GB, 3),
-                                round(result["seconds"], 1)])
-            print("  peak %.2f GB at batch %d (predicted %.2f GB)" % (
-                confirmed / GB, target,
-                (fixed + per_example * target) / GB))
+            target = None
+            break
+          confirmed = result["peak"]
+          measured.append((target, result))
+          points_rows.append([MODEL_NAMES[model], seq, head_of(seq),
+                              precision, SIDE_NAMES[side], target,
+                              round(confirmed / GB, 3),
+                              round(result["rss_growth"] / GB, 3),
+                              round(result["seconds"], 1)])
+          print("  peak %.2f GB at batch %d (predicted %.2f GB)" % (
+              confirmed / GB, target, (fixed + per_example * target) / GB))
+          if confirmed <= budgets[0] * GB:
+            break
+          linear.append((target, confirmed))
+          fixed, per_example = fit(linear)
+          fits[model, seq, precision, side] = (fixed, per_example)
+          largest = [largest_batch(fixed, per_example, budget * GB)
+                     for budget in budgets]
+        if confirmed is not None and confirmed > budgets[0] * GB:
+          note = "; ".join(filter(None, [
+              note, "confirmed peak over %g GB" % budgets[0]]))
       fit_rows.append([MODEL_NAMES[model], seq, head_of(seq), precision,
                        SIDE_NAMES[side], round(fixed / GB, 3),
                        round(per_example / 1e6, 1)] + largest + [
-                           largest[0] if confirmed is not None else None,
+                           target if confirmed is not None else None,
                            None if confirmed is None else
                            round(confirmed / GB, 3), note])
 
