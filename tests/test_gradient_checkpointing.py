@@ -305,10 +305,10 @@ def test_out_of_memory_is_one_line_and_keeps_the_last_checkpoint(tmp_path):
 def test_the_message_leaves_out_what_is_already_on(tmp_path):
   data = mrpc_folder(tmp_path / "data")
   args = base_args(data, tmp_path / "out", do_train="true", do_eval="false",
-                   do_predict="false", train_batch_size="16",
-                   num_train_epochs="0.5", max_seq_length="32",
+                   do_predict="false", train_batch_size="2",
+                   num_train_epochs="0.01", max_seq_length="32",
                    gradient_checkpointing="true", precision="bfloat16",
-                   gradient_accumulation_steps="16")
+                   gradient_accumulation_steps="2")
   result = subprocess.run(
       [sys.executable, "-c", OUT_OF_MEMORY, "0"] +
       ["--%s=%s" % item for item in args.items()],
@@ -316,7 +316,7 @@ def test_the_message_leaves_out_what_is_already_on(tmp_path):
   assert result.returncode == 1, result.stderr[-3000:]
   last = result.stderr.strip().splitlines()[-1]
   assert last.startswith("Error: Out of memory training after step 0, at "
-                         "batch size 16 (1 examples per replica"), last
+                         "batch size 2 (1 examples per replica"), last
   assert "--gradient_checkpointing" not in last
   assert "--precision" not in last
   # A micro-batch of one example cannot be split further.
