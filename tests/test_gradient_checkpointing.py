@@ -28,6 +28,7 @@ from tests.test_run_classifier import base_args
 from tests.test_run_classifier import mrpc_folder
 from tests.test_training import pretraining_batch
 from tests.test_trim import CONFIG as TRIM_CONFIG
+from tests.test_trim import STRATEGY_PREAMBLE
 from tests.test_trim import write_records
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -135,19 +136,7 @@ def test_dropout_masks_differ_between_steps_with_recomputation(tmp_path):
 # Trains a classifier twice under the strategy and settings given, without
 # and with recomputation, and prints the largest weight difference. In its
 # own process: logical devices must be set up before TensorFlow starts.
-TRAIN_BOTH = r"""
-import json, sys, tempfile
-import numpy as np
-import tensorflow as tf
-settings = json.loads(sys.argv[1])
-if settings["replicas"] > 1:
-  tf.config.set_logical_device_configuration(
-      tf.config.list_physical_devices("CPU")[0],
-      [tf.config.LogicalDeviceConfiguration()] * settings["replicas"])
-  strategy = tf.distribute.MirroredStrategy(
-      ["/cpu:%d" % i for i in range(settings["replicas"])])
-else:
-  strategy = tf.distribute.get_strategy()
+TRAIN_BOTH = STRATEGY_PREAMBLE + r"""
 import modeling
 from runner_lib.classifier import task as classifier_task
 from runner_lib.core import input_pipeline

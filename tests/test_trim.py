@@ -356,11 +356,11 @@ def test_bucketing_without_trimming_is_refused(tmp_path):
   assert not (tmp_path / "out").exists()
 
 
-# Trains a classifier on trimmed and on full-length batches of the same
-# records under the strategy and settings given; prints the largest weight
-# difference. Run in its own process: logical devices must be set up before
-# TensorFlow starts.
-TRAIN_BOTH = r"""
+# The start of a training script run in its own process (logical devices
+# must be set up before TensorFlow starts): settings from argv[1] as JSON,
+# `strategy` a MirroredStrategy over settings["replicas"] logical CPUs
+# (more than one) or the default strategy.
+STRATEGY_PREAMBLE = r"""
 import json, sys, tempfile
 import numpy as np
 import tensorflow as tf
@@ -373,6 +373,12 @@ if settings["replicas"] > 1:
       ["/cpu:%d" % i for i in range(settings["replicas"])])
 else:
   strategy = tf.distribute.get_strategy()
+"""
+
+# Trains a classifier on trimmed and on full-length batches of the same
+# records under the strategy and settings given; prints the largest weight
+# difference.
+TRAIN_BOTH = STRATEGY_PREAMBLE + r"""
 import modeling
 from runner_lib.classifier import task as classifier_task
 from runner_lib.core import input_pipeline
