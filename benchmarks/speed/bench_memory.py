@@ -314,7 +314,7 @@ def models_and_lengths():
   """The models and the sequence lengths of --points, each once, in order."""
   points = parsed_points()
   return (list(dict.fromkeys(m for m, _ in points)),
-          list(dict.fromkeys(s for _, s in points)))
+          sorted({s for _, s in points}))
 
 
 def wanted_points():
