@@ -564,8 +564,9 @@ def check(root):
   Raises:
     ReportError: a record, page or marker missing or malformed.
   """
-  blocks, bars = render(load_records(os.path.join(root, "benchmarks",
-                                                  "results")))
+  records = load_records(os.path.join(root, "benchmarks", "results"))
+  blocks, bars = render(records)
+  memory = memory_entries(newest(records))
   problems = []
   for page, contents in pages(blocks).items():
     text = read_page(root, page, list(contents))
@@ -580,9 +581,7 @@ def check(root):
                         (page, name, changed))
   if bars and not os.path.exists(os.path.join(root, FIGURE)):
     problems.append("%s: missing (the records have speed ratios)" % FIGURE)
-  if (memory_entries(newest(load_records(os.path.join(
-      root, "benchmarks", "results")))) and
-      not os.path.exists(os.path.join(root, MEMORY_FIGURE))):
+  if memory and not os.path.exists(os.path.join(root, MEMORY_FIGURE)):
     problems.append("%s: missing (bench_memory has a record)" %
                     MEMORY_FIGURE)
   return problems
@@ -657,8 +656,9 @@ def write(root):
   Raises:
     ReportError: as check().
   """
-  blocks, bars = render(load_records(os.path.join(root, "benchmarks",
-                                                  "results")))
+  records = load_records(os.path.join(root, "benchmarks", "results"))
+  blocks, bars = render(records)
+  memory = memory_entries(newest(records))
   updated = {}
   # Every page and marker is checked before any file is written.
   for page, contents in pages(blocks).items():
@@ -668,8 +668,6 @@ def write(root):
              if write_file(os.path.join(root, page), text.encode("utf-8"))]
   if bars and write_file(os.path.join(root, FIGURE), draw(bars)):
     changed.append(FIGURE)
-  memory = memory_entries(newest(load_records(os.path.join(
-      root, "benchmarks", "results"))))
   if memory and write_file(os.path.join(root, MEMORY_FIGURE),
                            draw_memory(memory[0][1])):
     changed.append(MEMORY_FIGURE)

@@ -102,3 +102,10 @@ def set_policy(precision):
   elif precision != "float32":
     # No bfloat16 warning here: a GPU or TPU has the units.
     tf_keras.mixed_precision.set_global_policy("mixed_" + precision)
+
+
+def computes_in_float32():
+  """Whether models built now compute in float32 throughout (set_policy's
+  "float32"): no bfloat16 matmuls, no Keras mixed policy."""
+  return (layers.matmul_dtype() == tf.float32 and
+          tf_keras.mixed_precision.global_policy().compute_dtype == "float32")

@@ -6,13 +6,13 @@ import time
 from absl import logging
 import numpy as np
 import tensorflow as tf
-import tf_keras
 
 import modeling
 from runner_lib.core import checkpointing
 from runner_lib.core import errors
 from runner_lib.core import interrupt
 from runner_lib.core import optimization
+from runner_lib.core import precision
 
 # The original clips the global gradient norm at 1.0 before each update.
 CLIP_NORM = 1.0
@@ -472,8 +472,7 @@ class Trainer(object):
     if micro_batch > 1:
       cuts.append("--gradient_accumulation_steps=%d (the same update from "
                   "smaller micro-batches)" % (self.accumulation * 2))
-    if (modeling.layers.matmul_dtype() == tf.float32 and
-        tf_keras.mixed_precision.global_policy().compute_dtype == "float32"):
+    if precision.computes_in_float32():
       cuts.append("--precision=bfloat16")
     cuts.append("a smaller --train_batch_size or --max_seq_length")
     latest = checkpointing.step_of(self.checkpoint.latest())
