@@ -121,8 +121,67 @@ def hub_exports(tmp_path_factory):
 def _command(script, args):
   if isinstance(args, dict):
     args = ["--%s=%s" % item for item in args.items()]
-  return ([sys.executable, os.path.join(REPO_ROOT, script)] + list(args),
-          dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2"))
+  return [sys.executable, os.path.join(REPO_ROOT, script)] + list(args)
+
+
+def script_env(**extra):
+  """The environment of the tests' script processes: this one's, CPU only,
+  TensorFlow's C++ logs quiet, plus extra."""
+  return dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2",
+              **extra)
+
+
+# The tests' Python processes are forks of a process that has imported
+# TensorFlow (tests/script_server.py: the same argv, environment, outputs,
+# pid of its own and exit status as `python ...`, without each start's
+# ~3.5 s of importing). BERT_TESTS_FRESH_INTERPRETERS=1 starts each in a
+# fresh interpreter instead.
+_scripts = []
+
+# The scripts that run without TensorFlow on local files: they start in a
+# fresh interpreter, as a fork of the server would hold TensorFlow's
+# modules and absl flags (which --helpfull lists) that they never load.
+WITHOUT_TENSORFLOW = ("create_pretraining_data.py", "learn_vocab.py")
+
+
+def popen(command, env=None, cwd=None, stderr_path=None, fresh=False):
+  """Starts command, [sys.executable, script or "-c" and code, args...].
+
+  Args:
+    command: list of str.
+    env: dict, or None for script_env().
+    cwd: str or None.
+    stderr_path: str, a file to write stderr to, or None.
+    fresh: bool, start a fresh interpreter (not a fork of the server).
+
+  Returns:
+    script_server.ScriptProcess: Popen's pid, poll, wait, send_signal,
+    terminate, kill; communicate returns (stdout, stderr) as text.
+  """
+  if not _scripts:
+    from tests import script_server  # pylint: disable=g-import-not-at-top
+    _scripts.append(script_server.Client(
+        script_env(), os.environ.get("BERT_TESTS_FRESH_INTERPRETERS") == "1"))
+  assert command[0] == sys.executable, command
+  return _scripts[0].popen(command[1:], script_env() if env is None else env,
+                           cwd, stderr_path, fresh)
+
+
+def run(command, env=None, cwd=None, timeout=600, fresh=False):
+  """Runs command as popen does, to its end.
+
+  Returns:
+    subprocess.CompletedProcess with text stdout and stderr.
+  """
+  process = popen(command, env, cwd, fresh=fresh)
+  stdout, stderr = process.communicate(timeout=timeout)
+  return subprocess.CompletedProcess(command, process.returncode, stdout,
+                                     stderr)
+
+
+def pytest_sessionfinish():
+  if _scripts:
+    _scripts[0].close()
 
 
 def run_script(script, args, timeout=600, cwd=None):
@@ -137,9 +196,8 @@ def run_script(script, args, timeout=600, cwd=None):
   Returns:
     subprocess.CompletedProcess with text stdout and stderr.
   """
-  command, env = _command(script, args)
-  return subprocess.run(command, cwd=cwd, capture_output=True, text=True,
-                        timeout=timeout, env=env)
+  return run(_command(script, args), cwd=cwd, timeout=timeout,
+             fresh=script in WITHOUT_TENSORFLOW)
 
 
 # Runs a script as __main__, then fails (exit 99) if TensorFlow was loaded.
@@ -164,10 +222,12 @@ def run_script_without_tensorflow(script, args, timeout=600):
     subprocess.CompletedProcess; returncode 1 with "TensorFlow was
     imported" in stderr where it did.
   """
-  command, env = _command(script, args)
+  # A fresh interpreter: the script server has imported TensorFlow.
   return subprocess.run(
-      [sys.executable, "-c", _WITHOUT_TENSORFLOW % (command[1:],)],
-      cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+      [sys.executable, "-c",
+       _WITHOUT_TENSORFLOW % (_command(script, args)[1:],)],
+      cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout,
+      env=script_env())
 
 
 def run_scripts(runs, timeout=600):
@@ -181,17 +241,13 @@ def run_scripts(runs, timeout=600):
   Returns:
     list of subprocess.CompletedProcess, in the order of runs.
   """
-  processes = []
-  for script, args in runs:
-    command, env = _command(script, args)
-    processes.append((command, subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=env)))
+  started = [popen(_command(script, args), fresh=script in WITHOUT_TENSORFLOW)
+             for script, args in runs]
   results = []
-  for command, process in processes:
+  for process in started:
     stdout, stderr = process.communicate(timeout=timeout)
-    results.append(subprocess.CompletedProcess(command, process.returncode,
-                                               stdout, stderr))
+    results.append(subprocess.CompletedProcess(
+        process.args, process.returncode, stdout, stderr))
   return results
 
 
@@ -201,8 +257,9 @@ def read_results(path):
     return {k: float(v) for k, v in (line.strip().split(" = ") for line in f)}
 
 
-# The files with the longest end-to-end tests, longest first (seconds of
-# CPU on 2 cores, summed over each file's tests). They start first, their
+# The files with the longest end-to-end tests, longest first (seconds on
+# 2 cores, summed over each file's tests, scripts forked from the script
+# server). They start first, their
 # slow tests ahead of their quick ones, then the other files with slow
 # tests, then the rest. With pytest.ini's --maxschedchunk=1, xdist hands a
 # worker the next test in this order each time it finishes one, so the
@@ -210,17 +267,20 @@ def read_results(path):
 # instead of one worker running a long test alone at the end. The order
 # changes only when the tests run, not what they check.
 LONGEST_FIRST = (
-    "test_export_saved_model.py",  # 220
-    "test_resume_faults.py",  # 115
-    "test_run_pretraining.py",  # 110
-    "test_preemption.py",  # 100
+    "test_export_saved_model.py",  # 180
+    "test_gradient_checkpointing.py",  # 155
+    "test_trim.py",  # 110
     "test_run_ner.py",  # 90
-    "test_trim.py",  # 85
-    "test_run_squad.py",  # 55
-    "test_quickstarts.py",  # 50
-    "test_run_swag.py",  # 35
-    "test_hub_interface.py",  # 35
-    "test_run_classifier.py",  # 30
+    "test_run_pretraining.py",  # 85
+    "test_preemption.py",  # 75
+    "test_resume_faults.py",  # 75
+    "test_quickstarts.py",  # 55
+    "test_run_squad.py",  # 35
+    "test_docs.py",  # 25
+    "test_run_classifier.py",  # 25
+    "test_checkpoint_state.py",  # 25
+    "test_run_swag.py",  # 20
+    "test_hub_interface.py",  # 15
 )
 
 

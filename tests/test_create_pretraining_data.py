@@ -3,7 +3,6 @@
 import collections
 import os
 import random
-import subprocess
 import sys
 
 import numpy as np
@@ -362,8 +361,8 @@ def test_remote_output_through_tensorflow(tmp_path):
       "           for p in ('ram://remote/out.tfrecord', %r)]\n"
       "assert records[0] == records[1] and records[0], len(records[0])\n"
       % (local, corpus, vocab_file, local))
-  result = subprocess.run([sys.executable, "-c", code], cwd=conftest.REPO_ROOT,
-                          capture_output=True, text=True, timeout=300)
+  result = conftest.run([sys.executable, "-c", code], cwd=conftest.REPO_ROOT,
+                        timeout=300)
   assert result.returncode == 0, result.stderr[-3000:]
   assert sorted(os.listdir(tmp_path)) == ["c.txt", "local.tfrecord",
                                           "vocab.txt"]

@@ -20,11 +20,10 @@ import glob
 import os
 import re
 import shlex
-import subprocess
-import sys
 
 import pytest
 
+from tests import conftest
 from tests.conftest import REPO_ROOT
 
 README = "README.md"
@@ -279,11 +278,7 @@ def parse_helpfull(output):
 
 def helpfull(script):
   """(flags, booleans) of a top-level runner, from its --helpfull."""
-  result = subprocess.run(
-      [sys.executable, os.path.join(REPO_ROOT, script), "--helpfull"],
-      cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
-               CUDA_VISIBLE_DEVICES=""))
+  result = conftest.run_script(script, ["--helpfull"], cwd=REPO_ROOT)
   names, booleans = parse_helpfull(result.stdout)
   if "helpfull" not in names:
     raise AssertionError("%s --helpfull printed no flags (exit %d):\n%s" %

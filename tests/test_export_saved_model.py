@@ -15,6 +15,7 @@ import pytest
 import modeling
 from runner_lib.core import packing
 import tokenization
+from tests import conftest
 from tests import reference
 from tests.conftest import HUB_SEQ
 from tests.conftest import run_script
@@ -280,12 +281,12 @@ def test_exports_equal_the_runners_on_real_rows(shared_data, hub_exports,
   runner = ("import sys, tensorflow_text; from tensorflow.python.tools "
             "import saved_model_cli; sys.argv[0] = 'saved_model_cli'; "
             "saved_model_cli.main()")
-  ran = subprocess.run(
+  ran = conftest.run(
       [sys.executable, "-c", runner, "run", "--dir", paths["classifier"],
        "--tag_set", "serve", "--signature_def", "serving_default",
        "--input_exprs",
        "text_a=[%r];text_b=[%r]" % (mrpc_rows[0][3], mrpc_rows[0][4])],
-      capture_output=True, text=True, timeout=300)
+      timeout=300)
   assert ran.returncode == 0, ran.stderr[-2000:]
   assert "probabilities" in ran.stdout
 

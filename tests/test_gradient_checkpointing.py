@@ -5,7 +5,6 @@ memory ends a run with one line."""
 import json
 import os
 import random
-import subprocess
 import sys
 
 import numpy as np
@@ -19,6 +18,7 @@ from runner_lib.core import tfrecord_writer
 from runner_lib.core import training
 from runner_lib.pretraining import instances
 from runner_lib.pretraining import task as pretraining
+from tests import conftest
 from tests import quickstarts
 from tests import reference
 from tests import test_create_pretraining_data as cpd
@@ -181,12 +181,11 @@ def test_recomputation_composes(tmp_path, replicas, xla, accumulation, trim,
                 seed=2)
   config = dict(TRIM_CONFIG.to_dict(), hidden_dropout_prob=0.1,
                 attention_probs_dropout_prob=0.1)
-  result = subprocess.run(
+  result = conftest.run(
       [sys.executable, "-c", TRAIN_BOTH, json.dumps({
           "replicas": replicas, "xla": xla, "accumulation": accumulation,
           "trim": trim, "precision": precision, "path": path,
-          "config": config})],
-      capture_output=True, text=True, timeout=600, cwd=ROOT)
+          "config": config})], cwd=ROOT)
   assert result.returncode == 0, result.stderr[-3000:]
   outcome = json.loads(result.stdout.strip().splitlines()[-1])
   assert outcome["step"] == 4
@@ -228,8 +227,7 @@ def test_recomputation_cuts_the_peak_memory_of_a_step():
   its input (2 MB) and one layer's activations at a time."""
   peaks = {}
   for recompute in ("0", "1"):
-    result = subprocess.run([sys.executable, "-c", PEAK, recompute],
-                            capture_output=True, text=True, timeout=600,
+    result = conftest.run([sys.executable, "-c", PEAK, recompute],
                             cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     peaks[recompute] = int(result.stdout.strip().splitlines()[-1])
@@ -272,10 +270,9 @@ def test_out_of_memory_is_one_line_and_keeps_the_last_checkpoint(tmp_path):
                    do_predict="false", save_checkpoints_steps="2",
                    iterations_per_loop="1", train_batch_size="16",
                    num_train_epochs="0.5", max_seq_length="32")
-  result = subprocess.run(
+  result = conftest.run(
       [sys.executable, "-c", OUT_OF_MEMORY, "2"] +
-      ["--%s=%s" % item for item in args.items()],
-      capture_output=True, text=True, timeout=600, cwd=ROOT)
+      ["--%s=%s" % item for item in args.items()], cwd=ROOT)
   assert result.returncode == 1, result.stderr[-3000:]
   last = result.stderr.strip().splitlines()[-1]
   assert last.startswith("Error: Out of memory training after step 2, at "
@@ -298,10 +295,9 @@ def test_the_message_leaves_out_what_is_already_on(tmp_path):
                    num_train_epochs="0.01", max_seq_length="32",
                    gradient_checkpointing="true", precision="bfloat16",
                    gradient_accumulation_steps="2")
-  result = subprocess.run(
+  result = conftest.run(
       [sys.executable, "-c", OUT_OF_MEMORY, "0"] +
-      ["--%s=%s" % item for item in args.items()],
-      capture_output=True, text=True, timeout=600, cwd=ROOT)
+      ["--%s=%s" % item for item in args.items()], cwd=ROOT)
   assert result.returncode == 1, result.stderr[-3000:]
   last = result.stderr.strip().splitlines()[-1]
   assert last.startswith("Error: Out of memory training after step 0, at "

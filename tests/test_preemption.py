@@ -19,6 +19,7 @@ from runner_lib.core import errors
 from runner_lib.core import interrupt
 from runner_lib.core import training
 from runner_lib.pretraining import task as pretraining
+from tests import conftest
 from tests import test_resume_faults as resume_test
 from tests import test_run_pretraining as pretraining_test
 from tests import test_training
@@ -255,11 +256,8 @@ def cpu_per_call(processes, target, output_dir, steps):
 
 
 def start(cmd, log_path, **env):
-  log = open(log_path, "w")
-  process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log,
-                             text=True, env=pretraining_test.env(**env))
-  log.close()
-  return process
+  return conftest.popen(cmd, conftest.script_env(**env),
+                        stderr_path=str(log_path))
 
 
 def finish(processes, deadline):

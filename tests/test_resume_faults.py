@@ -23,6 +23,7 @@ from runner_lib.core import checkpointing
 from runner_lib.core import errors
 from runner_lib.core import interrupt
 from runner_lib.core import outdir_lock
+from tests import conftest
 from tests import reference
 from tests import test_run_classifier as classifier_test
 from tests import test_run_pretraining as pretraining_test
@@ -341,13 +342,8 @@ def test_signals_are_recorded_then_handlers_restored():
 # End to end, in processes of their own.
 
 
-def env():
-  return dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
-
-
 def run(cmd):
-  return subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                        env=env())
+  return conftest.run(cmd)
 
 
 def one_line_error(result):
@@ -380,12 +376,11 @@ def test_cli_refuses_damaged_resume_damaged_init_and_a_second_run(data,
             pretraining_test.command(data, tmp_path / "out", do_eval="false",
                                      init_checkpoint=prefix),
             pretraining_test.command(data, busy, do_eval="false")]
-    processes = [subprocess.Popen(c, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, text=True,
-                                  env=env()) for c in cmds]
-    results = [subprocess.CompletedProcess(c, p.wait(timeout=600), "",
-                                           p.stderr.read())
-               for c, p in zip(cmds, processes)]
+    processes = [conftest.popen(c) for c in cmds]
+    results = []
+    for c, p in zip(cmds, processes):
+      _, stderr = p.communicate(timeout=600)
+      results.append(subprocess.CompletedProcess(c, p.returncode, "", stderr))
   finally:
     holder.kill()
     holder.wait()
@@ -460,8 +455,7 @@ def signal_at(cmd, directory, step, signum, rng, during=None):
   Returns:
     subprocess.CompletedProcess (stderr only) and the temporary files left.
   """
-  process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True, env=env())
+  process = conftest.popen(cmd)
   deadline = time.time() + 300
   wait_for(str(directory / ("model.ckpt-%d.index" % step)), process,
            deadline)

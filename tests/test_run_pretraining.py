@@ -5,7 +5,6 @@ import os
 import random
 import signal
 import socket
-import subprocess
 import sys
 import time
 
@@ -16,6 +15,7 @@ import tensorflow as tf
 import modeling
 from runner_lib.core import tfrecord_writer
 from runner_lib.pretraining import instances as pretraining_instances
+from tests import conftest
 from tests import reference
 from tests import test_create_pretraining_data as cpd
 from tests.conftest import REPO_ROOT
@@ -71,14 +71,8 @@ def command(data, output_dir, **overrides):
       "--%s=%s" % kv for kv in args.items()]
 
 
-def env(**extra):
-  return dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2",
-              **extra)
-
-
-def run(cmd, **kwargs):
-  return subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                        env=env(), **kwargs)
+def run(cmd):
+  return conftest.run(cmd)
 
 
 def eval_results(output_dir):
@@ -124,8 +118,7 @@ def test_sigkill_then_rerun_ends_with_the_same_weights(data, tmp_path):
 
   killed_dir = tmp_path / "killed"
   cmd = command(data, killed_dir, do_eval="false", iterations_per_loop="1")
-  process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, env=env())
+  process = conftest.popen(cmd)
   deadline = time.time() + 300
   # Kill once the state file names ckpt-30 (kills inside checkpoint writes
   # are tests/test_resume_faults.py's).
@@ -219,11 +212,10 @@ def test_two_worker_multi_worker_mirrored_matches_one_worker(data, tmp_path):
   for index in range(2):
     tf_config = json.dumps({"cluster": {"worker": workers},
                             "task": {"type": "worker", "index": index}})
-    processes.append(subprocess.Popen(
+    processes.append(conftest.popen(
         command(data, tmp_path / ("multi%d" % index),
                 strategy="multi_worker_mirrored", **steps),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        env=env(TF_CONFIG=tf_config)))
+        env=conftest.script_env(TF_CONFIG=tf_config)))
   for process in processes:
     _, stderr = process.communicate(timeout=600)
     assert process.returncode == 0, stderr[-3000:]

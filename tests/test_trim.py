@@ -3,7 +3,6 @@ sequence, the outputs those of the original's full-length batches."""
 
 import json
 import os
-import subprocess
 import sys
 import types
 
@@ -23,6 +22,7 @@ from runner_lib.ner import task as ner_task
 from runner_lib.pretraining import task as pretraining_task
 from runner_lib.squad import task as squad_task
 from runner_lib.swag import task as swag_task
+from tests import conftest
 from tests import reference
 from tests.conftest import run_script
 from tests.conftest import run_scripts
@@ -414,11 +414,10 @@ def test_trimmed_training_equals_full_length_under_strategies(
                 seed=2)
   config = dict(CONFIG.to_dict(), hidden_dropout_prob=0.0,
                 attention_probs_dropout_prob=0.0)
-  result = subprocess.run(
+  result = conftest.run(
       [sys.executable, "-c", TRAIN_BOTH, json.dumps({
           "replicas": replicas, "xla": xla, "accumulation": accumulation,
           "path": path, "config": config})],
-      capture_output=True, text=True, timeout=600,
       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   assert result.returncode == 0, result.stderr[-3000:]
   outcome = json.loads(result.stdout.strip().splitlines()[-1])

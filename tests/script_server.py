@@ -1,0 +1,317 @@
+"""Runs the tests' script processes from a process that has already
+imported TensorFlow: each run is a fork of it, so a run skips the ~3.5 s
+of CPU that `import tensorflow` costs a fresh interpreter (the suite
+starts about 170 script processes).
+
+A run is still a process of its own, as `python SCRIPT ARGS` would be:
+its own pid (the tests' signals reach the script itself), argv, working
+directory, environment, stdout and stderr, fresh flags and TensorFlow
+runtime (the server imports TensorFlow but never runs an op, so no
+runtime state is forked), and the exit status a fresh interpreter gives
+(the script's sys.exit code, 1 with a traceback on an uncaught
+exception, -N when a signal N ends it). What differs: the modules the
+server imported are not imported again; the hash seed is the server's.
+A run whose environment differs from the server's in a variable read as
+TensorFlow or its libraries load (those in _LOAD_TIME_PREFIXES) gets a
+fresh interpreter instead (Client.supports).
+
+The server (this file run as a program) listens on a Unix socket. For a
+request it forks a monitor, the monitor forks the script process, sends
+its pid, waits for it and sends the exit status; the monitor is the
+server's own child, so the server never waits on a script.
+
+Client side: Client(env).popen(argv, env, cwd) -> a subprocess.Popen-like
+object (pid, poll, wait, communicate, send_signal, terminate, kill).
+"""
+
+import json
+import os
+import runpy
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import types
+
+# Environment variables read while TensorFlow, oneDNN, OpenMP or the C
+# library load (or by Python at startup): a run that changes one of
+# these from the server's values needs a fresh interpreter.
+_LOAD_TIME_PREFIXES = ("TF_", "XLA_", "OMP_", "KMP_", "ONEDNN_", "DNNL_",
+                       "MKL", "CUDA_", "LD_", "PYTHON", "MALLOC")
+# Read when used, not as TensorFlow loads.
+_RUN_TIME = ("TF_CONFIG",)
+
+
+def _load_time(env):
+  return {k: v for k, v in env.items()
+          if k.startswith(_LOAD_TIME_PREFIXES) and k not in _RUN_TIME}
+
+
+def _receive_line(conn):
+  data = b""
+  while not data.endswith(b"\n"):
+    chunk = conn.recv(4096)
+    if not chunk:
+      raise EOFError("connection closed")
+    data += chunk
+  return json.loads(data)
+
+
+def _send_line(conn, message):
+  conn.sendall(json.dumps(message).encode() + b"\n")
+
+
+# Server side.
+
+
+def _serve(listener, parent_pipe):
+  """Accepts requests until the parent's pipe closes.
+
+  Returns only in a script process (a fork), with its request: a dict
+  with argv, env, cwd, stdout and stderr (file paths).
+  """
+  while True:
+    readable, _, _ = select.select([listener, parent_pipe], [], [], 5.0)
+    while True:  # Reaps the monitors that have finished.
+      try:
+        pid, _ = os.waitpid(-1, os.WNOHANG)
+      except ChildProcessError:
+        break
+      if not pid:
+        break
+    if parent_pipe in readable and not os.read(parent_pipe, 1):
+      sys.exit(0)  # The tests' process is gone.
+    if listener not in readable:
+      continue
+    conn, _ = listener.accept()
+    if os.fork():
+      conn.close()
+      continue
+    # The monitor: forks the script process, reports its pid and status.
+    listener.close()
+    os.close(parent_pipe)
+    try:
+      request = _receive_line(conn)
+      pid = os.fork()
+    except BaseException:  # pylint: disable=broad-except
+      os._exit(1)  # pylint: disable=protected-access
+    if not pid:
+      conn.close()
+      return request
+    try:
+      _send_line(conn, {"pid": pid})
+      _, status = os.waitpid(pid, 0)
+      _send_line(conn, {"returncode": os.waitstatus_to_exitcode(status)})
+    finally:
+      os._exit(0)  # pylint: disable=protected-access
+
+
+def _become(request):
+  """Makes this fork look like `python argv...` started in request's
+  cwd with request's environment."""
+  with open(os.devnull, "rb") as null:
+    os.dup2(null.fileno(), 0)
+  for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+    with open(path, "wb") as f:
+      os.dup2(f.fileno(), fd)
+  os.chdir(request["cwd"])
+  os.environ.clear()
+  os.environ.update(request["env"])
+  argv = request["argv"]
+  if argv[0] == "-c":
+    sys.argv = ["-c"] + argv[2:]
+    sys.path[0] = ""
+  else:
+    sys.argv = list(argv)
+    sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
+  # Python reseeds `random` in a fork; NumPy's global generator is the
+  # server's until reseeded from the OS, as a fresh process's would be.
+  if "numpy" in sys.modules:
+    sys.modules["numpy"].random.seed()
+
+
+def _run(argv):
+  """Runs argv's script or `-c` code as __main__. An uncaught exception
+  or SystemExit ends the process as it would end `python ...`: a
+  traceback and exit 1, or the exit code."""
+  if argv[0] != "-c":
+    runpy.run_path(os.path.abspath(argv[0]), run_name="__main__")
+    return
+  main_module = types.ModuleType("__main__")
+  sys.modules["__main__"] = main_module
+  exec(compile(argv[1], "<string>", "exec"), main_module.__dict__)  # pylint: disable=exec-used
+
+
+def main(socket_path):
+  """Imports TensorFlow, then serves on socket_path until stdin closes.
+  Prints "ready" on stdout once listening."""
+  import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
+  try:
+    import tf_keras  # pylint: disable=g-import-not-at-top,unused-import
+  except ImportError:
+    pass
+  listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+  listener.bind(socket_path)
+  listener.listen(64)
+  sys.stdout.write("ready\n")
+  sys.stdout.flush()
+  request = _serve(listener, sys.stdin.fileno())
+  _become(request)
+  _run(request["argv"])
+
+
+# Client side.
+
+
+class Client(object):
+  """A server started on first use, for one process of tests.
+
+  Args:
+    env: dict, the environment the server imports TensorFlow under.
+    fresh: bool, run everything in fresh interpreters (no server).
+  """
+
+  def __init__(self, env, fresh=False):
+    self._env = dict(env)
+    self._fresh = fresh
+    self._process = None
+    self._folder = tempfile.mkdtemp(prefix="script_server_")
+    self._socket = os.path.join(self._folder, "socket")
+
+  def supports(self, env):
+    """Whether a run with env can be a fork of this server."""
+    return _load_time(env) == _load_time(self._env)
+
+  def _start(self):
+    if self._process is not None and self._process.poll() is None:
+      return
+    if os.path.exists(self._socket):
+      os.unlink(self._socket)
+    self._process = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), self._socket],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self._env)
+    line = self._process.stdout.readline()
+    if line != b"ready\n":
+      raise RuntimeError("the script server did not start (%r)" % line)
+
+  def popen(self, argv, env, cwd=None, stderr_path=None, fresh=False):
+    """Starts `python argv...`: a fork of the server where
+    self.supports(env) (and fresh interpreters are not asked for), else a
+    fresh interpreter.
+
+    Args:
+      argv: list of str, a script and its arguments or "-c", code and its
+        arguments (no interpreter).
+      env: dict, the run's environment.
+      cwd: str or None (this process's working directory).
+      stderr_path: str, a file for stderr (kept), or None for one of
+        this client's own.
+      fresh: bool, a fresh interpreter whatever env is.
+
+    Returns:
+      ScriptProcess.
+    """
+    fork = not (fresh or self._fresh) and self.supports(env)
+    if fork:
+      self._start()
+    return ScriptProcess(self._socket if fork else None, argv, env,
+                         os.path.abspath(cwd or os.getcwd()), self._folder,
+                         stderr_path)
+
+  def close(self):
+    if self._process is not None:
+      self._process.stdin.close()
+      self._process.wait()
+      self._process = None
+    subprocess.run(["rm", "-rf", self._folder], check=False)
+
+
+class ScriptProcess(object):
+  """A script run, with subprocess.Popen's methods that the tests use;
+  stdout and stderr go to files, read as text by communicate.
+
+  Args:
+    socket_path: str, the server's socket, or None for a fresh
+      interpreter.
+    argv, env, cwd, stderr_path: as Client.popen's.
+    folder: str, where the outputs' files go.
+  """
+
+  def __init__(self, socket_path, argv, env, cwd, folder, stderr_path=None):
+    self.args = [sys.executable] + list(argv)
+    self.returncode = None
+    self._output = tempfile.mkdtemp(dir=folder)
+    self._stdout = os.path.join(self._output, "stdout")
+    self._stderr = os.path.abspath(
+        stderr_path or os.path.join(self._output, "stderr"))
+    self._popen = self._conn = None
+    if socket_path is None:
+      with open(self._stdout, "wb") as out, open(self._stderr, "wb") as err:
+        self._popen = subprocess.Popen(self.args, stdout=out, stderr=err,
+                                       stdin=subprocess.DEVNULL, cwd=cwd,
+                                       env=env)
+      self.pid = self._popen.pid
+      return
+    self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    self._conn.connect(socket_path)
+    _send_line(self._conn, {
+        "argv": list(argv), "env": dict(env), "cwd": cwd,
+        "stdout": self._stdout, "stderr": self._stderr})
+    self.pid = _receive_line(self._conn)["pid"]
+
+  def poll(self):
+    if self.returncode is None:
+      if self._popen is not None:
+        self.returncode = self._popen.poll()
+      elif select.select([self._conn], [], [], 0)[0]:
+        self._finish()
+    return self.returncode
+
+  def wait(self, timeout=None):
+    if self.returncode is None:
+      if self._popen is not None:
+        self.returncode = self._popen.wait(timeout)
+        return self.returncode
+      if not select.select([self._conn], [], [], timeout)[0]:
+        raise subprocess.TimeoutExpired(self.args, timeout)
+      self._finish()
+    return self.returncode
+
+  def _finish(self):
+    self.returncode = _receive_line(self._conn)["returncode"]
+    self._conn.close()
+
+  def communicate(self, timeout=None):
+    """Waits for the end (killing the process past timeout, then raising
+    subprocess.TimeoutExpired); returns (stdout, stderr) as text."""
+    try:
+      self.wait(timeout)
+    except subprocess.TimeoutExpired:
+      self.kill()
+      self.wait()
+      raise
+    outputs = []
+    for path in (self._stdout, self._stderr):
+      with open(path, encoding="utf-8", errors="replace") as f:
+        outputs.append(f.read())
+    subprocess.run(["rm", "-rf", self._output], check=False)
+    return tuple(outputs)
+
+  def send_signal(self, signum):
+    if self.returncode is None:
+      try:
+        os.kill(self.pid, signum)
+      except ProcessLookupError:
+        pass
+
+  def terminate(self):
+    self.send_signal(signal.SIGTERM)
+
+  def kill(self):
+    self.send_signal(signal.SIGKILL)
+
+
+if __name__ == "__main__":
+  main(sys.argv[1])

@@ -1,0 +1,100 @@
+"""tests/script_server.py: a forked run behaves as `python ...` would."""
+
+import json
+import os
+import signal
+import sys
+import time
+
+from tests import conftest
+
+# Prints what a process can see of how it was started, then ends as its
+# first argument says.
+PROBE = r"""
+import json, os, sys
+import numpy as np
+print(json.dumps({
+    "argv": sys.argv, "cwd": os.getcwd(), "pid": os.getpid(),
+    "path0": sys.path[0], "value": os.environ.get("PROBE_VALUE"),
+    "main": __name__, "numpy": int(np.random.randint(1 << 30)),
+    "tensorflow": "tensorflow" in sys.modules}), flush=True)
+sys.stderr.write("to stderr\n")
+how = sys.argv[1]
+if how == "raise":
+  raise ValueError("raised here")
+if how == "wait":
+  import time
+  time.sleep(60)
+sys.exit(int(how))
+"""
+
+
+def probe(tmp_path, how, **kwargs):
+  script = tmp_path / "probe.py"
+  script.write_text(PROBE)
+  return conftest.run([sys.executable, str(script), how, "x y"], **kwargs)
+
+
+def test_argv_cwd_environment_outputs_and_exit_code(tmp_path):
+  result = probe(tmp_path, "3", cwd=str(tmp_path),
+                 env=conftest.script_env(PROBE_VALUE="v"))
+  assert result.returncode == 3
+  seen = json.loads(result.stdout)
+  assert seen["argv"] == [str(tmp_path / "probe.py"), "3", "x y"]
+  assert seen["cwd"] == str(tmp_path)
+  assert seen["path0"] == str(tmp_path)  # The script's folder, as python's.
+  assert seen["value"] == "v"
+  assert seen["main"] == "__main__"
+  assert seen["pid"] != os.getpid()
+  assert result.stderr == "to stderr\n"
+  # A fork of the server has TensorFlow imported, unasked.
+  forked = os.environ.get("BERT_TESTS_FRESH_INTERPRETERS") != "1"
+  assert seen["tensorflow"] == forked
+
+
+def test_an_uncaught_exception_is_a_traceback_and_exit_1(tmp_path):
+  result = probe(tmp_path, "raise")
+  assert result.returncode == 1
+  assert result.stderr.splitlines()[-1] == "ValueError: raised here"
+  assert "Traceback (most recent call last):" in result.stderr
+
+
+def test_each_run_has_its_own_numpy_seed(tmp_path):
+  draws = {json.loads(probe(tmp_path, "0").stdout)["numpy"] for _ in range(3)}
+  assert len(draws) == 3
+
+
+def test_a_signal_reaches_the_script_and_is_its_status(tmp_path):
+  script = tmp_path / "probe.py"
+  script.write_text(PROBE)
+  log = tmp_path / "stderr.txt"
+  process = conftest.popen([sys.executable, str(script), "wait"],
+                           stderr_path=str(log))
+  deadline = time.time() + 60
+  while not log.exists() or "to stderr" not in log.read_text():
+    assert process.poll() is None and time.time() < deadline
+    time.sleep(0.01)
+  assert process.poll() is None
+  process.send_signal(signal.SIGTERM)
+  stdout, _ = process.communicate(timeout=60)
+  assert process.returncode == -signal.SIGTERM
+  assert json.loads(stdout)["pid"] == process.pid
+
+
+def test_code_with_c_runs_in_its_working_directory(tmp_path):
+  (tmp_path / "local_module.py").write_text("VALUE = 7\n")
+  result = conftest.run(
+      [sys.executable, "-c", "import sys, local_module; "
+       "print(sys.argv, local_module.VALUE)", "a"], cwd=str(tmp_path))
+  assert (result.returncode, result.stdout) == (0, "['-c', 'a'] 7\n")
+
+
+def test_a_load_time_variable_gets_a_fresh_interpreter(tmp_path):
+  # TF_ENABLE_ONEDNN_OPTS is read as TensorFlow loads: a fork of a server
+  # that loaded it otherwise would not honour it.
+  result = probe(tmp_path, "0",
+                 env=conftest.script_env(TF_ENABLE_ONEDNN_OPTS="0"))
+  assert result.returncode == 0
+  assert not json.loads(result.stdout)["tensorflow"]
+  result = probe(tmp_path, "0", fresh=True)
+  assert not json.loads(result.stdout)["tensorflow"]
