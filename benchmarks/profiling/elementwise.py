@@ -1,0 +1,213 @@
+"""What the training step's elementwise work costs, and what fusing it
+could save: each piece forward and backward at the step's shapes, as the
+model computes it today and in the forms issue 42 proposes (XLA on the
+piece alone, fewer ops, a C++ kernel doing a pass each way).
+
+Times are medians of alternated calls; "passes" divides each by the time
+of one elementwise op over the same tensor (y = 2x: read once, write
+once), the unit a fused kernel is counted in (a fused GELU reads x and
+writes y forward, reads x and dy and writes dx backward: about 2.5).
+
+Pieces (rows = batch x sequence: 1024 for the pre-training step at batch
+8, 4096 for the fine-tuning step at batch 32; BERT-Base widths):
+  gelu         [rows, 3072]: the feed-forward activation.
+  layer_norm   [rows, 768]: residual add, then LayerNorm (epsilon 1e-12).
+  dropout      [rows, 3072]: rate 0.1, a mask drawn each call.
+  cast         [rows, 3072]: float32 -> bfloat16 -> float32 (the bfloat16
+               matmuls' operand and product casts).
+
+  .venv/bin/python benchmarks/profiling/elementwise.py [--rows=1024,4096]
+      [--repeats=20] [--custom_op]
+
+--custom_op builds benchmarks/profiling/fused_gelu.cc with g++ against the
+installed TensorFlow (a few seconds) and times it beside the others.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
+import numpy as np
+import tensorflow as tf
+
+from benchmarks.lib import results
+from benchmarks.lib import timing
+from modeling import layers
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("rows", "1024,4096", "Comma-separated row counts.")
+flags.DEFINE_integer("repeats", 20, "Timed calls of each variant.")
+flags.DEFINE_bool("custom_op", False,
+                  "Build fused_gelu.cc with g++ and time it too.")
+results.define_flags()
+
+HIDDEN, INTERMEDIATE = 768, 3072
+RATE = 0.1
+SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
+CUBIC = 0.044715
+COLUMNS = ["piece", "rows", "variant", "ms", "passes", "ours / variant"]
+
+
+def gelu_sigmoid(x):
+  """The tanh-form GELU as x * sigmoid(2u) (the same function, fewer ops)."""
+  return x * tf.sigmoid((2.0 * SQRT_2_OVER_PI) * (x + CUBIC * (x * x * x)))
+
+
+@tf.custom_gradient
+def gelu_hand_gradient(x):
+  """The tanh-form GELU with its derivative written out (tanh kept)."""
+  t = tf.tanh(SQRT_2_OVER_PI * (x + CUBIC * (x * x * x)))
+
+  def grad(dy):
+    return dy * (0.5 * (1.0 + t) + (0.5 * SQRT_2_OVER_PI) * x *
+                 (1.0 - t * t) * (1.0 + (3.0 * CUBIC) * (x * x)))
+
+  return 0.5 * x * (1.0 + t), grad
+
+
+def custom_op_gelu():
+  """GELU through fused_gelu.cc, built here; None where g++ fails."""
+  source = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "fused_gelu.cc")
+  library = os.path.join(tempfile.mkdtemp(), "fused_gelu.so")
+  build = subprocess.run(
+      ["g++", "-w", "-shared", "-fPIC", "-O3", "-march=native",
+       "-fopenmp-simd", "-ffast-math", source, "-o", library] +
+      tf.sysconfig.get_compile_flags() + tf.sysconfig.get_link_flags(),
+      capture_output=True, text=True, check=False)
+  if build.returncode:
+    print("g++ failed; the C++ kernel is left out:\n" + build.stderr[-2000:])
+    return None
+  ops = tf.load_op_library(library)
+
+  @tf.custom_gradient
+  def gelu(x):
+    return ops.fused_gelu(x), lambda dy: ops.fused_gelu_grad(dy, x)
+
+  return gelu
+
+
+def layer_norm_moments(x, gamma, beta):
+  mean, variance = tf.nn.moments(x, [-1], keepdims=True)
+  return (x - mean) * tf.math.rsqrt(variance + layers.LAYER_NORM_EPSILON) * (
+      gamma) + beta
+
+
+def dropout_bits(x, seed):
+  """Inverted dropout from 32 random bits per element (no float uniform)."""
+  bits = tf.random.stateless_uniform(tf.shape(x), seed, minval=None,
+                                     maxval=None, dtype=tf.uint32)
+  keep = bits >= tf.constant(int(RATE * 2 ** 32), tf.uint32)
+  return tf.where(keep, x * (1.0 / (1.0 - RATE)), 0.0)
+
+
+def forward_backward(fn, x, weights=()):
+  """A blocking call: fn(x) forward, then the gradient of sum(y * dy) with
+  respect to x (and weights) for a fixed random dy."""
+  upstream = tf.constant(np.random.RandomState(1).randn(
+      *x.shape).astype(np.float32))
+
+  @tf.function
+  def step():
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      loss = tf.reduce_sum(fn(x) * upstream)
+    grads = tape.gradient(loss, [x] + list(weights))
+    return tf.add_n([tf.reshape(g, [-1])[0] for g in grads])
+
+  return lambda: float(step())
+
+
+def forward_only(fn, x):
+  step = tf.function(lambda: tf.reshape(fn(x), [-1])[0])
+  return lambda: float(step())
+
+
+def pieces(rows, fused_gelu):
+  """dict piece -> (dict variant -> blocking call, the one-pass call); the
+  first variant of each is what the model computes today."""
+  rng = np.random.RandomState(0)
+  wide = tf.constant(rng.randn(rows, INTERMEDIATE).astype(np.float32))
+  narrow = tf.constant(rng.randn(rows, HIDDEN).astype(np.float32))
+  residual = tf.constant(rng.randn(rows, HIDDEN).astype(np.float32))
+  one_pass = {
+      INTERMEDIATE: forward_only(lambda x: x * 2.0, wide),
+      HIDDEN: forward_only(lambda x: x * 2.0, narrow)}
+
+  gelu = {"composite (ours)": forward_backward(layers.gelu, wide),
+          "composite, XLA": forward_backward(
+              tf.function(layers.gelu, jit_compile=True), wide),
+          "sigmoid form": forward_backward(gelu_sigmoid, wide),
+          "sigmoid form, XLA": forward_backward(
+              tf.function(gelu_sigmoid, jit_compile=True), wide),
+          "hand-written gradient": forward_backward(gelu_hand_gradient, wide)}
+  if fused_gelu is not None:
+    gelu["C++ kernel, one pass each way"] = forward_backward(fused_gelu,
+                                                             wide)
+
+  keras_norm = layers.layer_norm()
+  keras_norm.build([None, HIDDEN])
+  gamma, beta = keras_norm.gamma, keras_norm.beta
+  moments_xla = tf.function(layer_norm_moments, jit_compile=True)
+  layer_norm = {
+      "Keras LayerNormalization (ours)": forward_backward(
+          lambda x: keras_norm(x + residual), narrow, [gamma, beta]),
+      "moments": forward_backward(
+          lambda x: layer_norm_moments(x + residual, gamma, beta), narrow,
+          [gamma, beta]),
+      "moments, XLA": forward_backward(
+          lambda x: moments_xla(x + residual, gamma, beta), narrow,
+          [gamma, beta])}
+
+  seed = tf.constant([1, 2], tf.int64)
+  dropout = {
+      "stateless_dropout (ours)": forward_backward(
+          lambda x: tf.nn.experimental.stateless_dropout(x, RATE, seed),
+          wide),
+      "integer bits": forward_backward(lambda x: dropout_bits(x, seed),
+                                       wide)}
+
+  cast = {"float32 -> bfloat16 -> float32": forward_only(
+      lambda x: tf.cast(tf.cast(x, tf.bfloat16), tf.float32), wide)}
+  return {"gelu": (gelu, one_pass[INTERMEDIATE]),
+          "layer_norm": (layer_norm, one_pass[HIDDEN]),
+          "dropout": (dropout, one_pass[INTERMEDIATE]),
+          "cast": (cast, one_pass[INTERMEDIATE])}
+
+
+def main(argv):
+  del argv
+  # Each variant is its own tf.function: their tracings are not retraces.
+  tf.get_logger().setLevel("ERROR")
+  fused_gelu = custom_op_gelu() if FLAGS.custom_op else None
+  print("TensorFlow %s, %s, %d repeats (medians)" % (
+      tf.__version__, results.device_name(), FLAGS.repeats))
+  rows_out = []
+  for rows in [int(r) for r in FLAGS.rows.split(",")]:
+    for piece, (variants, one_pass) in pieces(rows, fused_gelu).items():
+      medians = timing.alternated_medians(
+          dict(variants, one_pass=one_pass), FLAGS.repeats)
+      unit = medians.pop("one_pass")
+      ours = medians[next(iter(variants))]
+      for variant, seconds in medians.items():
+        row = [piece, rows, variant, round(1000 * seconds, 2),
+               round(seconds / unit, 1), round(ours / seconds, 2)]
+        rows_out.append(row)
+        print("%-10s rows=%-5d %-32s %7.2f ms %6.1f passes  ours/variant "
+              "%.2f" % tuple(row))
+  tables = [results.table(
+      "Elementwise pieces, forward and backward (cast: forward only)",
+      COLUMNS, rows_out)]
+  if FLAGS.record:
+    results.record("profile_elementwise", tables,
+                   results.flag_settings(FLAGS))
+
+
+if __name__ == "__main__":
+  app.run(main)
