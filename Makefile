@@ -4,7 +4,16 @@ VENV_STAMP := .venv/.installed
 
 .PHONY: setup test test-fast demo benchmark benchmark-hf quality
 
-setup: $(VENV_STAMP)
+# The fused GELU kernel of bfloat16 training on CPUs
+# (modeling/fused_kernels.py), built with g++ against the installed
+# TensorFlow; without a compiler a warning, and bfloat16 training runs
+# TensorFlow's composite ops (slower, the same function).
+KERNELS := modeling/kernels/_fused_gelu.so
+
+setup: $(VENV_STAMP) $(KERNELS)
+
+$(KERNELS): modeling/kernels/fused_gelu.cc $(VENV_STAMP)
+	$(PYTHON) -c "from modeling import fused_kernels; fused_kernels.main()"
 
 $(VENV_STAMP): requirements.txt
 	python3 -m venv .venv
@@ -21,14 +30,14 @@ $(VENV_STAMP): requirements.txt
 # clean clone with ../shared/data, 9.6 min on 2 cores with the setup
 # (591 tests, 8.6 min of pytest), script processes forked from a server
 # that has imported TensorFlow (docs/contributing.md, Tests).
-test: $(VENV_STAMP)
+test: $(VENV_STAMP) $(KERNELS)
 	$(PYTHON) -m pytest -n 2
 
 # The quick loop: everything but the tests marked slow (end-to-end runs).
-test-fast: $(VENV_STAMP)
+test-fast: $(VENV_STAMP) $(KERNELS)
 	$(PYTHON) -m pytest -m "not slow"
 
-demo: $(VENV_STAMP)
+demo: $(VENV_STAMP) $(KERNELS)
 	bash demo/run_demo.sh
 
 # The thirteen speed and memory benchmarks that need only this machine's
@@ -43,7 +52,7 @@ demo: $(VENV_STAMP)
 # benchmark-hf), bench_gpu*.py (a GPU machine), quality.py (make quality),
 # profiling/ and checks/ (benchmarks/README.md). Run it on a quiet
 # machine: the sides alternate, but noise still widens the spread.
-benchmark: $(VENV_STAMP)
+benchmark: $(VENV_STAMP) $(KERNELS)
 	$(PYTHON) benchmarks/speed/bench_encoder.py
 	$(PYTHON) benchmarks/speed/bench_tokenizer.py
 	$(PYTHON) benchmarks/speed/bench_pretraining.py
@@ -62,7 +71,7 @@ benchmark: $(VENV_STAMP)
 # Fine-tuning results from real pre-trained weights (all-MiniLM-L6-v2):
 # MRPC and CoNLL-2003 NER over 3 seeds, the default path against the
 # full-length one (about an hour on 2 cores), recorded; then the report.
-quality: $(VENV_STAMP)
+quality: $(VENV_STAMP) $(KERNELS)
 	$(PYTHON) benchmarks/quality/quality.py
 	$(PYTHON) benchmarks/report.py
 
@@ -70,7 +79,7 @@ quality: $(VENV_STAMP)
 # data; what they print becomes their expected output in the README
 # (about twenty minutes on 2 cores); then the report.
 .PHONY: quickstarts
-quickstarts: $(VENV_STAMP)
+quickstarts: $(VENV_STAMP) $(KERNELS)
 	$(PYTHON) benchmarks/checks/quickstarts.py
 	$(PYTHON) benchmarks/report.py
 

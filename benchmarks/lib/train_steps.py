@@ -77,9 +77,11 @@ def ours_step(config, batch, seq_length, predictions, jit_compile,
               matmul_dtype=tf.float32):
   """Our pre-training step; matmul_dtype: modeling.layers.set_matmul_dtype's
   (the model built under Keras' current global policy), other than float32
-  with the fused update, as the runners' --precision=bfloat16 on a CPU."""
+  with the fused update and (without XLA) the fused GELU kernel, as the
+  runners' --precision=bfloat16 on a CPU."""
   task = pretraining.PretrainingTask(config, seq_length, predictions)
   layers.set_matmul_dtype(matmul_dtype)
+  layers.set_fused_kernels(matmul_dtype != tf.float32 and not jit_compile)
   try:
     trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
                                task.loss, tempfile.mkdtemp(), 1e-4, 100000,
@@ -87,6 +89,7 @@ def ours_step(config, batch, seq_length, predictions, jit_compile,
                                fused_update=matmul_dtype != tf.float32)
   finally:
     layers.set_matmul_dtype(tf.float32)
+    layers.set_fused_kernels(False)
   return tf.function(lambda: trainer.train_step(batch))
 
 

@@ -1,7 +1,8 @@
 """What the training step's elementwise work costs, and what fusing it
 could save: each piece forward and backward at the step's shapes, as the
-model computes it today and in the forms issue 42 proposes (XLA on the
-piece alone, fewer ops, a C++ kernel doing a pass each way).
+model computes it today and in fused forms (XLA on the piece alone, fewer
+ops, and for GELU the C++ kernel of bfloat16 training on CPUs,
+modeling/fused_kernels.py, one pass each way).
 
 Times are medians of alternated calls; "passes" divides each by the time
 of one elementwise op over the same tensor (y = 2x: read once, write
@@ -17,16 +18,13 @@ Pieces (rows = batch x sequence: 1024 for the pre-training step at batch
                matmuls' operand and product casts).
 
   .venv/bin/python benchmarks/profiling/elementwise.py [--rows=1024,4096]
-      [--repeats=20] [--custom_op]
+      [--repeats=20]
 
---custom_op builds benchmarks/profiling/fused_gelu.cc with g++ against the
-installed TensorFlow (a few seconds) and times it beside the others.
+The kernel's row is left out where `make setup` could not build it.
 """
 
 import os
-import subprocess
 import sys
-import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
@@ -38,13 +36,12 @@ import tensorflow as tf
 
 from benchmarks.lib import results
 from benchmarks.lib import timing
+from modeling import fused_kernels
 from modeling import layers
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("rows", "1024,4096", "Comma-separated row counts.")
 flags.DEFINE_integer("repeats", 20, "Timed calls of each variant.")
-flags.DEFINE_bool("custom_op", False,
-                  "Build fused_gelu.cc with g++ and time it too.")
 results.define_flags()
 
 HIDDEN, INTERMEDIATE = 768, 3072
@@ -69,28 +66,6 @@ def gelu_hand_gradient(x):
                  (1.0 - t * t) * (1.0 + (3.0 * CUBIC) * (x * x)))
 
   return 0.5 * x * (1.0 + t), grad
-
-
-def custom_op_gelu():
-  """GELU through fused_gelu.cc, built here; None where g++ fails."""
-  source = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                        "fused_gelu.cc")
-  library = os.path.join(tempfile.mkdtemp(), "fused_gelu.so")
-  build = subprocess.run(
-      ["g++", "-w", "-shared", "-fPIC", "-O3", "-march=native",
-       "-fopenmp-simd", "-ffast-math", source, "-o", library] +
-      tf.sysconfig.get_compile_flags() + tf.sysconfig.get_link_flags(),
-      capture_output=True, text=True, check=False)
-  if build.returncode:
-    print("g++ failed; the C++ kernel is left out:\n" + build.stderr[-2000:])
-    return None
-  ops = tf.load_op_library(library)
-
-  @tf.custom_gradient
-  def gelu(x):
-    return ops.fused_gelu(x), lambda dy: ops.fused_gelu_grad(dy, x)
-
-  return gelu
 
 
 def layer_norm_moments(x, gamma, beta):
@@ -148,8 +123,8 @@ def pieces(rows, fused_gelu):
               tf.function(gelu_sigmoid, jit_compile=True), wide),
           "hand-written gradient": forward_backward(gelu_hand_gradient, wide)}
   if fused_gelu is not None:
-    gelu["C++ kernel, one pass each way"] = forward_backward(fused_gelu,
-                                                             wide)
+    gelu["fused kernel, one pass each way"] = forward_backward(fused_gelu,
+                                                               wide)
 
   keras_norm = layers.layer_norm()
   keras_norm.build([None, HIDDEN])
@@ -185,7 +160,7 @@ def main(argv):
   del argv
   # Each variant is its own tf.function: their tracings are not retraces.
   tf.get_logger().setLevel("ERROR")
-  fused_gelu = custom_op_gelu() if FLAGS.custom_op else None
+  fused_gelu = fused_kernels.gelu if fused_kernels.available() else None
   print("TensorFlow %s, %s, %d repeats (medians)" % (
       tf.__version__, results.device_name(), FLAGS.repeats))
   rows_out = []

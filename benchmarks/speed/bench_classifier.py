@@ -81,6 +81,8 @@ def steps(config, batch, precision):
         {"auto_mixed_precision_onednn_bfloat16": True})
   compute = tf.bfloat16 if precision == "bfloat16" else tf.float32
   layers.set_matmul_dtype(compute)
+  # As the runners' --precision=bfloat16 on a CPU (precision.set_policy).
+  layers.set_fused_kernels(compute != tf.float32 and not FLAGS.jit_compile)
   try:
     trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
                                task.loss, tempfile.mkdtemp(), 2e-5, 10000, 100,
@@ -88,6 +90,7 @@ def steps(config, batch, precision):
                                fused_update=precision != "float32")
   finally:
     layers.set_matmul_dtype(tf.float32)
+    layers.set_fused_kernels(False)
   ours = tf.function(lambda: trainer.train_step(batch))
   tf_keras.mixed_precision.set_global_policy(
       "mixed_bfloat16" if precision == "bfloat16" else "float32")

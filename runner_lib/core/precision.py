@@ -70,6 +70,8 @@ def set_matmul_precision(precision):
       the model later runs on (an exported SavedModel's graph holds the
       casts).
   """
+  # Never the fused kernels: a SavedModel must load without them.
+  layers.set_fused_kernels(False)
   if precision == "bfloat16":
     warn_without_bf16_units()
     layers.set_matmul_dtype(tf.bfloat16)
@@ -77,7 +79,7 @@ def set_matmul_precision(precision):
     layers.set_matmul_dtype(tf.float32)
 
 
-def set_policy(precision):
+def set_policy(precision, jit_compile=False):
   """Sets what --precision computes in, for models built afterwards.
 
   Weights, optimizer state and checkpoints stay float32 whatever it is.
@@ -94,11 +96,16 @@ def set_policy(precision):
       on a GPU or TPU, where bfloat16 elementwise work is native and
       halves the memory traffic, Keras' mixed_bfloat16 policy; "float16":
       Keras' mixed_float16 (with the Trainer's loss scaling).
+    jit_compile: bool, whether the step is compiled with XLA. Without it,
+      bfloat16 on a CPU also computes GELU with the fused kernel where it
+      is built (layers.set_fused_kernels; XLA cannot compile it).
   """
   layers.set_matmul_dtype(tf.float32)
+  layers.set_fused_kernels(False)
   tf_keras.mixed_precision.set_global_policy("float32")
   if precision == "bfloat16" and not _accelerated():
     set_matmul_precision(precision)
+    layers.set_fused_kernels(not jit_compile)
   elif precision != "float32":
     # No bfloat16 warning here: a GPU or TPU has the units.
     tf_keras.mixed_precision.set_global_policy("mixed_" + precision)

@@ -66,7 +66,7 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
     outdir_lock.OutputDirLockedError: another run trains in --output_dir.
   """
   tf_keras.utils.set_random_seed(FLAGS.seed)
-  precision.set_policy(FLAGS.precision)
+  precision.set_policy(FLAGS.precision, FLAGS.use_xla)
   tf.io.gfile.makedirs(FLAGS.output_dir)
   if not training.is_chief(strategy):
     fileio.leave_to_chief(FLAGS.output_dir)
