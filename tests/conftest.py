@@ -16,6 +16,7 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 import shutil  # pylint: disable=g-import-not-at-top
 import subprocess  # pylint: disable=g-import-not-at-top
 import sys  # pylint: disable=g-import-not-at-top
+import threading  # pylint: disable=g-import-not-at-top
 
 import pytest  # pylint: disable=g-import-not-at-top
 
@@ -137,6 +138,7 @@ def script_env(**extra):
 # ~3.5 s of importing). BERT_TESTS_FRESH_INTERPRETERS=1 starts each in a
 # fresh interpreter instead.
 _scripts = []
+_scripts_lock = threading.Lock()
 
 # The scripts that run without TensorFlow on local files: they start in a
 # fresh interpreter, as a fork of the server would hold TensorFlow's
@@ -158,10 +160,12 @@ def popen(command, env=None, cwd=None, stderr_path=None, fresh=False):
     script_server.ScriptProcess: Popen's pid, poll, wait, send_signal,
     terminate, kill; communicate returns (stdout, stderr) as text.
   """
-  if not _scripts:
-    from tests import script_server  # pylint: disable=g-import-not-at-top
-    _scripts.append(script_server.Client(
-        script_env(), os.environ.get("BERT_TESTS_FRESH_INTERPRETERS") == "1"))
+  with _scripts_lock:
+    if not _scripts:
+      from tests import script_server  # pylint: disable=g-import-not-at-top
+      _scripts.append(script_server.Client(
+          script_env(),
+          os.environ.get("BERT_TESTS_FRESH_INTERPRETERS") == "1"))
   assert command[0] == sys.executable, command
   return _scripts[0].popen(command[1:], script_env() if env is None else env,
                            cwd, stderr_path, fresh)

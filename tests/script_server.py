@@ -33,6 +33,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import types
 
 # Environment variables read while TensorFlow, oneDNN, OpenMP or the C
@@ -176,6 +177,7 @@ class Client(object):
   def __init__(self, env, fresh=False):
     self._env = dict(env)
     self._fresh = fresh
+    self._lock = threading.Lock()  # Tests start runs from threads too.
     self._process = None
     self._folder = tempfile.mkdtemp(prefix="script_server_")
     self._socket = os.path.join(self._folder, "socket")
@@ -185,6 +187,10 @@ class Client(object):
     return _load_time(env) == _load_time(self._env)
 
   def _start(self):
+    with self._lock:
+      self._start_locked()
+
+  def _start_locked(self):
     if self._process is not None and self._process.poll() is None:
       return
     if os.path.exists(self._socket):
