@@ -133,6 +133,11 @@ def set_fused_kernels(enabled):
   _FUSED_KERNELS[0] = bool(enabled)
 
 
+def fused_kernels_enabled():
+  """What set_fused_kernels set."""
+  return _FUSED_KERNELS[0]
+
+
 def matmul(a, b, dtype=tf.float32, **kwargs):
   """tf.matmul(a, b, **kwargs) computed in dtype (a layer's matmul_dtype());
   the product has a's dtype. Plain tf.matmul where dtype is float32 or a's

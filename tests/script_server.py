@@ -184,7 +184,14 @@ class Client(object):
 
   def supports(self, env):
     """Whether a run with env can be a fork of this server."""
-    return _load_time(env) == _load_time(self._env)
+    return not self.differences(env)
+
+  def differences(self, env):
+    """{name: (the server's value, env's)} of the load-time variables in
+    which env differs from the server's environment (None: unset)."""
+    ours, theirs = _load_time(self._env), _load_time(env)
+    return {k: (ours.get(k), theirs.get(k)) for k in set(ours) | set(theirs)
+            if ours.get(k) != theirs.get(k)}
 
   def _start(self):
     with self._lock:

@@ -3,6 +3,7 @@ on CPUs against the original's formula, where it is used and where not,
 and what happens without it."""
 
 import os
+import tempfile
 
 import numpy as np
 import pytest
@@ -10,7 +11,11 @@ import tensorflow as tf
 
 from modeling import fused_kernels
 from modeling import layers
+from runner_lib.classifier import task as classifier_task
 from runner_lib.core import precision
+from runner_lib.core import training
+from tests.test_modeling import padded_pair_batch
+from tests.test_modeling import tiny_config
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +119,29 @@ def test_training_sets_it_and_xla_and_serving_do_not(reset_layers,
   assert not layers._FUSED_KERNELS[0]  # pylint: disable=protected-access
   precision.set_policy("float32")
   assert not layers._FUSED_KERNELS[0]  # pylint: disable=protected-access
+
+
+def test_a_step_xla_compiles_is_built_without_them(kernels, reset_layers):
+  del kernels, reset_layers
+  config = tiny_config()
+  batch = padded_pair_batch(config)
+  batch["label_ids"] = tf.constant([0, 1, 0])
+  task = classifier_task.ClassificationTask(config, 11, ["0", "1"])
+  layers.set_matmul_dtype(tf.bfloat16)
+  layers.set_fused_kernels(True)
+  for jit_compile, used in ((True, False), (False, True)):
+    trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
+                               task.loss, tempfile.mkdtemp(), 1e-3, 10, 1,
+                               jit_compile=jit_compile)
+    step = tf.function(lambda t=trainer: t.train_step(batch),
+                       jit_compile=jit_compile)
+    assert np.isfinite(float(step()))
+    graph = step.get_concrete_function().graph.as_graph_def()
+    ops = {node.op for node in graph.node} | {
+        node.op for function in graph.library.function
+        for node in function.node_def}
+    assert ("FusedGelu" in ops) == used
+  assert layers.fused_kernels_enabled()  # As set_policy left it.
 
 
 def test_without_the_library_the_composite_runs_with_one_warning(

@@ -36,8 +36,8 @@ def probe(tmp_path, how, **kwargs):
 
 
 def test_argv_cwd_environment_outputs_and_exit_code(tmp_path):
-  result = probe(tmp_path, "3", cwd=str(tmp_path),
-                 env=conftest.script_env(PROBE_VALUE="v"))
+  env = conftest.script_env(PROBE_VALUE="v")
+  result = probe(tmp_path, "3", cwd=str(tmp_path), env=env)
   assert result.returncode == 3
   seen = json.loads(result.stdout)
   assert seen["argv"] == [str(tmp_path / "probe.py"), "3", "x y"]
@@ -49,7 +49,7 @@ def test_argv_cwd_environment_outputs_and_exit_code(tmp_path):
   assert result.stderr == "to stderr\n"
   # A fork of the server has TensorFlow imported, unasked.
   forked = os.environ.get("BERT_TESTS_FRESH_INTERPRETERS") != "1"
-  assert seen["tensorflow"] == forked
+  assert seen["tensorflow"] == forked, conftest._scripts[0].differences(env)  # pylint: disable=protected-access
 
 
 def test_an_uncaught_exception_is_a_traceback_and_exit_1(tmp_path):

@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 import modeling
+from modeling import layers
 from runner_lib.core import checkpointing
 from runner_lib.core import errors
 from runner_lib.core import interrupt
@@ -164,7 +165,14 @@ class Trainer(object):
     self.accumulation = gradient_accumulation_steps
     self.chief = is_chief(strategy)
     with strategy.scope():
-      self.model = model_fn()
+      # XLA cannot compile the fused CPU kernels (a custom op): a step it
+      # compiles is built without them, whatever set_policy said.
+      fused = layers.fused_kernels_enabled()
+      layers.set_fused_kernels(fused and not jit_compile)
+      try:
+        self.model = model_fn()
+      finally:
+        layers.set_fused_kernels(fused)
       _check_all_mapped(self.model)
       # The model's trainable variables, not each variable's own flag: a
       # layer frozen with `layer.trainable = False` (a feature-based task's
