@@ -20,6 +20,8 @@ import threading  # pylint: disable=g-import-not-at-top
 
 import pytest  # pylint: disable=g-import-not-at-top
 
+from tests import script_server  # pylint: disable=g-import-not-at-top
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data")
 
@@ -125,11 +127,24 @@ def _command(script, args):
   return [sys.executable, os.path.join(REPO_ROOT, script)] + list(args)
 
 
+# The environment the session started with. Imports inside the tests'
+# process change some of it: OpenCV (imported through tf-models-official)
+# prepends its own lib64 to LD_LIBRARY_PATH.
+_SESSION_ENV = dict(os.environ)
+
+
 def script_env(**extra):
   """The environment of the tests' script processes: this one's, CPU only,
-  TensorFlow's C++ logs quiet, plus extra."""
-  return dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2",
-              **extra)
+  TensorFlow's C++ logs quiet, plus extra. Variables read as libraries load
+  (script_server.is_load_time) keep the values the session started with,
+  as a user's shell has them: what an import inside this process set there
+  is not the user's, and would keep runs from forking."""
+  env = {k: v for k, v in os.environ.items()
+         if not script_server.is_load_time(k)}
+  env.update((k, v) for k, v in _SESSION_ENV.items()
+             if script_server.is_load_time(k))
+  env.update(CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2", **extra)
+  return env
 
 
 # The tests' Python processes are forks of a process that has imported
@@ -162,7 +177,6 @@ def popen(command, env=None, cwd=None, stderr_path=None, fresh=False):
   """
   with _scripts_lock:
     if not _scripts:
-      from tests import script_server  # pylint: disable=g-import-not-at-top
       _scripts.append(script_server.Client(
           script_env(),
           os.environ.get("BERT_TESTS_FRESH_INTERPRETERS") == "1"))

@@ -45,9 +45,13 @@ _LOAD_TIME_PREFIXES = ("TF_", "XLA_", "OMP_", "KMP_", "ONEDNN_", "DNNL_",
 _RUN_TIME = ("TF_CONFIG",)
 
 
+def is_load_time(name):
+  """Whether the environment variable name is read as libraries load."""
+  return name.startswith(_LOAD_TIME_PREFIXES) and name not in _RUN_TIME
+
+
 def _load_time(env):
-  return {k: v for k, v in env.items()
-          if k.startswith(_LOAD_TIME_PREFIXES) and k not in _RUN_TIME}
+  return {k: v for k, v in env.items() if is_load_time(k)}
 
 
 def _receive_line(conn):

@@ -98,3 +98,20 @@ def test_a_load_time_variable_gets_a_fresh_interpreter(tmp_path):
   assert not json.loads(result.stdout)["tensorflow"]
   result = probe(tmp_path, "0", fresh=True)
   assert not json.loads(result.stdout)["tensorflow"]
+
+
+def test_load_time_variables_set_inside_this_process_do_not_leak(
+    tmp_path, monkeypatch):
+  # As OpenCV's import does to LD_LIBRARY_PATH: the scripts get the
+  # session's starting value, as from a user's shell, and still fork.
+  monkeypatch.setenv("LD_LIBRARY_PATH", "/injected/by/an/import")
+  script = tmp_path / "env.py"
+  script.write_text("import os, sys\n"
+                    "print(os.environ.get('LD_LIBRARY_PATH'), "
+                    "'tensorflow' in sys.modules)\n")
+  result = conftest.run([sys.executable, str(script)])
+  assert result.returncode == 0, result.stderr
+  value, tensorflow = result.stdout.split()
+  assert value != "/injected/by/an/import"
+  assert tensorflow == str(os.environ.get("BERT_TESTS_FRESH_INTERPRETERS")
+                           != "1")
