@@ -155,7 +155,7 @@ class Dense(keras.layers.Dense):
   def __init__(self, *args, **kwargs):
     super().__init__(*args, **kwargs)
     self.matmul_dtype = matmul_dtype()
-    self.fused_gelu = (_FUSED_KERNELS[0] and self.activation is gelu and
+    self.fused_gelu = (fused_kernels_enabled() and self.activation is gelu and
                        self.matmul_dtype != tf.float32)
 
   def call(self, inputs):

@@ -28,6 +28,7 @@ import json
 import os
 import runpy
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -242,7 +243,7 @@ class Client(object):
       self._process.stdin.close()
       self._process.wait()
       self._process = None
-    subprocess.run(["rm", "-rf", self._folder], check=False)
+    shutil.rmtree(self._folder, ignore_errors=True)
 
 
 class ScriptProcess(object):
@@ -313,7 +314,7 @@ class ScriptProcess(object):
     for path in (self._stdout, self._stderr):
       with open(path, encoding="utf-8", errors="replace") as f:
         outputs.append(f.read())
-    subprocess.run(["rm", "-rf", self._output], check=False)
+    shutil.rmtree(self._output, ignore_errors=True)
     return tuple(outputs)
 
   def send_signal(self, signum):

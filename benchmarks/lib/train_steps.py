@@ -81,7 +81,8 @@ def ours_step(config, batch, seq_length, predictions, jit_compile,
   runners' --precision=bfloat16 on a CPU."""
   task = pretraining.PretrainingTask(config, seq_length, predictions)
   layers.set_matmul_dtype(matmul_dtype)
-  layers.set_fused_kernels(matmul_dtype != tf.float32 and not jit_compile)
+  # (The Trainer leaves them out of a step XLA compiles.)
+  layers.set_fused_kernels(matmul_dtype != tf.float32)
   try:
     trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
                                task.loss, tempfile.mkdtemp(), 1e-4, 100000,

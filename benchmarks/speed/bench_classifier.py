@@ -82,7 +82,8 @@ def steps(config, batch, precision):
   compute = tf.bfloat16 if precision == "bfloat16" else tf.float32
   layers.set_matmul_dtype(compute)
   # As the runners' --precision=bfloat16 on a CPU (precision.set_policy).
-  layers.set_fused_kernels(compute != tf.float32 and not FLAGS.jit_compile)
+  # (The Trainer leaves them out of a step XLA compiles.)
+  layers.set_fused_kernels(compute != tf.float32)
   try:
     trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
                                task.loss, tempfile.mkdtemp(), 2e-5, 10000, 100,
