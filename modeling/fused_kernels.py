@@ -1,16 +1,24 @@
-"""Fused CPU kernels for the bfloat16 training path, built from source.
+"""Fused CPU kernels for training on CPUs, built from source.
 
-modeling/kernels/fused_gelu.cc holds the original's GELU (tanh form),
-forward and gradient, each in one pass over memory. `make setup` builds it
-with g++ against the installed TensorFlow (fused_kernels.main()); where that fails (no compiler) everything runs
-as before, through TensorFlow's composite ops, with one warning.
+Each does in one pass over memory what TensorFlow's composite of it does
+in several (one pass per op):
+- modeling/kernels/gelu.cc: the original's GELU (tanh form), forward and
+  gradient. Rounds differently from the composite (~1e-6): bfloat16
+  training only.
+- modeling/kernels/dropout.cc: inverted dropout with exactly the masks of
+  tf.nn.experimental.stateless_dropout; outputs and gradients are
+  bit-identical to the composite's, so float32 training uses it too.
 
-Only the bfloat16 training path on CPUs uses it (layers.set_fused_kernels,
-from runner_lib.core.precision.set_policy): float32 keeps the original's
-composite op for op, and exported SavedModels never hold the custom op
-(they must load where this library is absent).
+`make setup` builds them into one library with g++ against the installed
+TensorFlow (fused_kernels.main()); where that fails (no compiler)
+everything runs as before, through TensorFlow's composite ops, with one
+warning. Only training on CPUs uses them (layers.set_fused_kernels, from
+runner_lib.core.precision.set_policy), never under XLA (which cannot
+compile a custom op), and exported SavedModels never hold them (they
+must load where this library is absent).
 """
 
+import glob
 import os
 import subprocess
 import tempfile
@@ -20,21 +28,35 @@ import tensorflow as tf
 
 KERNELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                            "kernels")
-SOURCE = os.path.join(KERNELS_DIR, "fused_gelu.cc")
-LIBRARY = os.path.join(KERNELS_DIR, "_fused_gelu.so")
+LIBRARY = os.path.join(KERNELS_DIR, "_fused_ops.so")
 
 _loaded = []  # [ops module or None], once loaded or found missing.
 
 
-def build(library=LIBRARY):
-  """Compiles SOURCE into library (written whole, then renamed in place).
+def sources(kernels_dir=None):
+  """The kernels' C++ files: (list of .cc, list of .cc and .h)."""
+  kernels_dir = kernels_dir or KERNELS_DIR
+  compiled = sorted(glob.glob(os.path.join(kernels_dir, "*.cc")))
+  return compiled, compiled + sorted(
+      glob.glob(os.path.join(kernels_dir, "*.h")))
+
+
+def build(library=LIBRARY, kernels_dir=None):
+  """Compiles the kernels into library (written whole, then renamed in
+  place).
+
+  Args:
+    library: str, the shared library's path.
+    kernels_dir: str, the folder of the sources (KERNELS_DIR if None).
 
   Returns:
     None on success, else str: why not (the compiler's last lines).
   """
+  # -ffast-math lets the loops vectorize (the GELU's exp and division);
+  # the dropout's arithmetic is integer and a comparison, unaffected.
   command = (["g++", "-w", "-shared", "-fPIC", "-O3", "-ffast-math",
-              "-fopenmp-simd", SOURCE] + tf.sysconfig.get_compile_flags() +
-             tf.sysconfig.get_link_flags())
+              "-fopenmp-simd"] + sources(kernels_dir)[0] +
+             tf.sysconfig.get_compile_flags() + tf.sysconfig.get_link_flags())
   directory = os.path.dirname(os.path.abspath(library))
   fd, partial = tempfile.mkstemp(suffix=".so", dir=directory)
   os.close(fd)
@@ -54,16 +76,20 @@ def build(library=LIBRARY):
       os.unlink(partial)
 
 
+# Called from layers' call(), which AutoGraph converts: not this (plain
+# Python, run once while tracing).
+@tf.autograph.experimental.do_not_convert
 def ops():
-  """The loaded kernels (fused_gelu, fused_gelu_grad), or None where the
-  library is missing or stale (older than SOURCE) or fails to load
-  (warned about once)."""
+  """The loaded kernels (fused_gelu, fused_gelu_grad, fused_dropout), or
+  None where the library is missing or stale (older than a source) or
+  fails to load (warned about once)."""
   if not _loaded:
     module, problem = None, None
     if not os.path.exists(LIBRARY):
       problem = "%s is missing" % LIBRARY
-    elif os.path.getmtime(LIBRARY) < os.path.getmtime(SOURCE):
-      problem = "%s is older than its source" % LIBRARY
+    elif os.path.getmtime(LIBRARY) < max(
+        os.path.getmtime(path) for path in sources()[1]):
+      problem = "%s is older than its sources" % LIBRARY
     else:
       try:
         module = tf.load_op_library(LIBRARY)
@@ -71,9 +97,9 @@ def ops():
         problem = "%s does not load (%s)" % (LIBRARY, e)
     if problem:
       logging.warning(
-          "The fused GELU kernel is not used: %s; `make setup` builds it. bfloat16 training "
-          "runs TensorFlow's composite ops instead (slower, same "
-          "function).", problem)
+          "The fused CPU kernels are not used: %s; `make setup` builds "
+          "them. Training runs TensorFlow's composite ops instead (slower, "
+          "the same functions).", problem)
     _loaded.append(module)
   return _loaded[0]
 
@@ -97,13 +123,45 @@ def gelu(x):
   return kernels.fused_gelu(x), lambda dy: kernels.fused_gelu_grad(dy, x)
 
 
+def dropout(x, rate, seed, rows=None):
+  """tf.nn.experimental.stateless_dropout(x, rate, seed), bit for bit,
+  through the fused kernel (gradient included).
+
+  Args:
+    x: float32 Tensor, on the CPU: of any shape, or with rows, [N, W].
+    rate: float in (0, 1), the share dropped.
+    seed: int64 [2], the stateless op seed.
+    rows: None, or int64 [N]: x's rows are rows rows[0..N-1] of a
+      [R, W] tensor (R > max(rows)), dropped as stateless_dropout drops
+      that tensor (RealTokens: the real positions of a [B, T, W] batch,
+      flat index b * T + t).
+
+  Returns:
+    float32 Tensor like x.
+  """
+  key, counter = tf.raw_ops.StatelessRandomGetKeyCounter(seed=seed)
+  if rows is None:
+    rows = tf.zeros([0], tf.int64)
+  # As stateless_dropout: keep where uniform >= float32(rate), scale by
+  # float32(1 / (1 - rate)) computed in double.
+  attrs = dict(rate=float(rate), scale=float(1.0 / (1.0 - rate)))
+
+  @tf.custom_gradient
+  def fused(x):
+    kernels = ops()
+    return (kernels.fused_dropout(x, key, counter, rows, **attrs),
+            lambda dy: kernels.fused_dropout(dy, key, counter, rows, **attrs))
+
+  return fused(x)
+
+
 def main():
   """Builds LIBRARY (make setup); a warning, not an error, where it fails."""
   problem = build()
   if problem:
-    # Not an error: everything runs without the kernel, only slower.
-    print("Warning: the fused GELU kernel was not built (bfloat16 "
-          "training will use TensorFlow's composite ops): %s" % problem)
+    # Not an error: everything runs without the kernels, only slower.
+    print("Warning: the fused CPU kernels were not built (training will "
+          "use TensorFlow's composite ops): %s" % problem)
   else:
     print("Built %s" % LIBRARY)
 

@@ -113,19 +113,20 @@ def matmul_dtype():
   return _MATMUL_DTYPE[0]
 
 
-# Whether layers made afterwards with bfloat16 matmuls compute GELU with
-# the fused CPU kernel (set_fused_kernels).
+# Whether layers made afterwards use the fused CPU kernels
+# (set_fused_kernels).
 _FUSED_KERNELS = [False]
 
 
 def set_fused_kernels(enabled):
-  """Makes the layers made afterwards whose matmuls are bfloat16 compute
-  their GELU with modeling/fused_kernels.py's kernel, where it is built:
-  the same function in one pass over memory each way instead of about a
-  dozen (rounding differs by ~1e-6). For bfloat16 training on CPUs only
-  (runner_lib.core.precision.set_policy): never under XLA (which cannot
-  compile a custom op) nor in an exported graph. float32 layers never
-  use it.
+  """Makes the layers made afterwards use modeling/fused_kernels.py's CPU
+  kernels, where they are built: each does in one pass over memory what
+  TensorFlow's composite does in several. Dropout layers use the fused
+  dropout, bit-identical to the composite (any precision); Dense layers
+  whose matmuls are bfloat16 compute their GELU with the fused GELU
+  (rounding differs by ~1e-6: float32 layers keep the composite). For
+  training on CPUs only (runner_lib.core.precision.set_policy): never
+  under XLA (which cannot compile a custom op) nor in an exported graph.
 
   Args:
     enabled: bool.
@@ -216,6 +217,8 @@ class Dropout(keras.layers.Layer):
     super().__init__(**kwargs)
     self.rate = rate
     self.seed = seed
+    # The fused kernel draws the same masks in one pass (set_fused_kernels).
+    self.fused = fused_kernels_enabled()
 
   def build(self, input_shape):
     if self.rate:
@@ -249,6 +252,11 @@ class Dropout(keras.layers.Layer):
     # draws the mask.
     if seed is None:
       seed = self.draw_seed()
+    if (self.fused and inputs.dtype == tf.float32 and
+        fused_kernels.available()):
+      return fused_kernels.dropout(
+          inputs, self.rate, seed,
+          None if real_tokens is None else real_tokens.flat_rows())
     if real_tokens is None:
       return tf.nn.experimental.stateless_dropout(inputs, self.rate, seed)
     # Rows gathered from [B, T, H]: the mask is drawn in that layout and
@@ -373,6 +381,11 @@ class RealTokens:
     """Args: input_mask: int or bool [B, T], nonzero at real tokens."""
     self.positions = tf.where(tf.cast(input_mask, tf.bool))  # [N, 2] int64
     self.batch_shape = tf.shape(input_mask, out_type=tf.int64)  # [B, T]
+
+  def flat_rows(self):
+    """int64 [N]: b * T + t of each real position (b, t), its row in the
+    [B * T, H] layout."""
+    return self.positions[:, 0] * self.batch_shape[1] + self.positions[:, 1]
 
   def gather(self, x):
     """[B, T, H] -> [N, H], the real positions' rows."""

@@ -1,6 +1,8 @@
-"""modeling/fused_kernels.py: the fused GELU kernel of bfloat16 training
-on CPUs against the original's formula, where it is used and where not,
-and what happens without it."""
+"""modeling/fused_kernels.py: the fused CPU kernels of training against
+their references (the GELU against the original's formula in float64, the
+dropout bit for bit against tf.nn.experimental.stateless_dropout and
+float32 training without it), where they are used and where not, and what
+happens without them."""
 
 import os
 import tempfile
@@ -8,6 +10,7 @@ import tempfile
 import numpy as np
 import pytest
 import tensorflow as tf
+import tf_keras as keras
 
 from modeling import fused_kernels
 from modeling import layers
@@ -76,6 +79,92 @@ def test_values_and_gradient_are_the_originals_gelu(kernels):
       [0.0, 0.0, 30.0])
 
 
+def bits(tensor):
+  return np.asarray(tensor).view(np.uint32)
+
+
+@pytest.mark.parametrize("shape", [(13,), (3, 5, 7), (2, 1031), (4, 3, 17, 17)])
+@pytest.mark.parametrize("rate,seed", [(0.1, [7, 123456789012]),
+                                       (0.5, [-3, 2 ** 62 + 5])])
+def test_dropout_is_stateless_dropout_bit_for_bit(kernels, shape, rate, seed):
+  del kernels
+  seed = tf.constant(seed, tf.int64)
+  x = tf.constant(np.random.RandomState(3).randn(*shape).astype(np.float32))
+  upstream = tf.constant(np.random.RandomState(4).randn(*shape), tf.float32)
+  with tf.GradientTape(persistent=True) as tape:
+    tape.watch(x)
+    want = tf.nn.experimental.stateless_dropout(x, rate, seed)
+    got = fused_kernels.dropout(x, rate, seed)
+  np.testing.assert_array_equal(bits(got), bits(want))
+  # Some dropped, some kept (the comparison above is not of zeros).
+  assert 0 < np.count_nonzero(got.numpy()) < got.numpy().size
+  np.testing.assert_array_equal(
+      bits(tape.gradient(got, x, upstream)),
+      bits(tape.gradient(want, x, upstream)))
+
+
+def test_dropout_of_gathered_rows_drops_them_as_the_whole_tensor(kernels):
+  """RealTokens' rows: row b * T + t of a [B, T, W] tensor drawn whole."""
+  del kernels
+  batch, length, width = 4, 9, 6
+  full = np.random.RandomState(5).randn(batch, length, width).astype(
+      np.float32)
+  real = np.random.RandomState(6).rand(batch, length) > 0.3
+  seed = tf.constant([11, 12], tf.int64)
+  want = tf.nn.experimental.stateless_dropout(full, 0.1, seed).numpy()[real]
+  tokens = layers.RealTokens(tf.constant(real))
+  got = fused_kernels.dropout(tf.constant(full[real]), 0.1, seed,
+                              tokens.flat_rows())
+  np.testing.assert_array_equal(bits(got), bits(want))
+  # The layer's composite path for gathered rows draws the same masks.
+  layer = layers.Dropout(0.1, 0)
+  layer.build(None)
+  layer.fused = False
+  np.testing.assert_array_equal(
+      bits(layer(tf.constant(full[real]), training=True, real_tokens=tokens,
+                 seed=seed)), bits(want))
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match=r"with rows, x must be \[len\(rows\), width\]"):
+    fused_kernels.dropout(tf.constant(full[real][:-1]), 0.1, seed,
+                          tokens.flat_rows())
+
+
+@pytest.mark.parametrize("skip_padding", [False, True])
+def test_float32_training_with_them_is_bit_identical(kernels, reset_layers,
+                                                     skip_padding):
+  """Three AdamW steps of a classifier with dropout 0.1, float32, with and
+  without the fused kernels: every weight and loss bit-equal (the fused
+  dropout is the only one float32 layers use)."""
+  del kernels, reset_layers
+  config = tiny_config(hidden_dropout_prob=0.1,
+                       attention_probs_dropout_prob=0.1)
+  batch = padded_pair_batch(config)
+  batch["label_ids"] = tf.constant([0, 1, 0])
+  results = []
+  for fused in (False, True):
+    task = classifier_task.ClassificationTask(config, 11, ["0", "1"])
+    layers.set_fused_kernels(fused)
+    # The same initial weights and dropout seeds both times.
+    keras.utils.set_random_seed(8)
+    trainer = training.Trainer(tf.distribute.get_strategy(),
+                               task.model_builder(skip_padding), task.loss,
+                               tempfile.mkdtemp(), 1e-2, 10, 1)
+    step = tf.function(lambda t=trainer: t.train_step(batch))
+    losses = [float(step()) for _ in range(3)]
+    graph = step.get_concrete_function().graph.as_graph_def()
+    ops = {node.op for node in graph.node} | {
+        node.op for function in graph.library.function
+        for node in function.node_def}
+    assert ("FusedDropout" in ops) == fused
+    assert "FusedGelu" not in ops
+    results.append((losses, [w.numpy() for w in trainer.model.weights]))
+  (losses, weights), (fused_losses, fused_weights) = results
+  assert losses == fused_losses
+  assert len(weights) == len(fused_weights) > 10
+  for weight, fused_weight in zip(weights, fused_weights):
+    np.testing.assert_array_equal(bits(fused_weight), bits(weight))
+
+
 def graph_op_types(layer, inputs):
   function = tf.function(lambda x: layer(x)).get_concrete_function(  # pylint: disable=unnecessary-lambda
       tf.TensorSpec(inputs.shape, tf.float32))
@@ -117,8 +206,15 @@ def test_training_sets_it_and_xla_and_serving_do_not(reset_layers,
   precision.set_policy("bfloat16")
   precision.set_matmul_precision("bfloat16")  # export_saved_model.py's
   assert not layers._FUSED_KERNELS[0]  # pylint: disable=protected-access
-  precision.set_policy("float32")
+  precision.set_policy("float32")  # The dropout only (bit-identical).
+  assert layers._FUSED_KERNELS[0]  # pylint: disable=protected-access
+  precision.set_policy("float32", jit_compile=True)
   assert not layers._FUSED_KERNELS[0]  # pylint: disable=protected-access
+  monkeypatch.setattr(precision, "_accelerated", lambda: True)
+  for name in ("float32", "bfloat16"):
+    precision.set_policy(name)
+    assert not layers._FUSED_KERNELS[0]  # pylint: disable=protected-access
+  precision.set_policy("float32")
 
 
 def test_a_step_xla_compiles_is_built_without_them(kernels, reset_layers):
@@ -157,19 +253,18 @@ def test_without_the_library_the_composite_runs_with_one_warning(
   assert "FusedGelu" not in graph_op_types(made, x)
   made(x)
   warnings = [r for r in caplog.records
-              if "fused GELU kernel is not used" in r.getMessage()]
+              if "fused CPU kernels are not used" in r.getMessage()]
   assert len(warnings) == 1
-  assert "none.so is missing; `make setup` builds it" in (
+  assert "none.so is missing; `make setup` builds them" in (
       warnings[0].getMessage())
 
 
-def test_a_failed_build_says_why_and_leaves_nothing(tmp_path, monkeypatch):
+def test_a_failed_build_says_why_and_leaves_nothing(tmp_path):
   source = tmp_path / "broken.cc"
   source.write_text("this is not C++\n")
-  monkeypatch.setattr(fused_kernels, "SOURCE", str(source))
   library = tmp_path / "out" / "lib.so"
   library.parent.mkdir()
-  problem = fused_kernels.build(str(library))
+  problem = fused_kernels.build(str(library), str(tmp_path))
   if problem.startswith("cannot run g++"):
     pytest.skip(problem)
   assert problem.startswith("g++ failed:\n") and "broken.cc" in problem

@@ -82,7 +82,7 @@ def ours_step(config, batch, seq_length, predictions, jit_compile,
   task = pretraining.PretrainingTask(config, seq_length, predictions)
   layers.set_matmul_dtype(matmul_dtype)
   # (The Trainer leaves them out of a step XLA compiles.)
-  layers.set_fused_kernels(matmul_dtype != tf.float32)
+  layers.set_fused_kernels(True)
   try:
     trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
                                task.loss, tempfile.mkdtemp(), 1e-4, 100000,

@@ -83,7 +83,7 @@ def steps(config, batch, precision):
   layers.set_matmul_dtype(compute)
   # As the runners' --precision=bfloat16 on a CPU (precision.set_policy).
   # (The Trainer leaves them out of a step XLA compiles.)
-  layers.set_fused_kernels(compute != tf.float32)
+  layers.set_fused_kernels(True)
   try:
     trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
                                task.loss, tempfile.mkdtemp(), 2e-5, 10000, 100,

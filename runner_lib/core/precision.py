@@ -97,14 +97,17 @@ def set_policy(precision, jit_compile=False):
       halves the memory traffic, Keras' mixed_bfloat16 policy; "float16":
       Keras' mixed_float16 (with the Trainer's loss scaling).
     jit_compile: bool, whether the step is compiled with XLA. Without it,
-      bfloat16 on a CPU also computes GELU with the fused kernel where it
-      is built (layers.set_fused_kernels; XLA cannot compile it).
+      training on a CPU uses the fused kernels where they are built
+      (layers.set_fused_kernels; XLA cannot compile them): the dropout in
+      both precisions (bit-identical to the composite), the GELU with
+      bfloat16.
   """
   layers.set_matmul_dtype(tf.float32)
   layers.set_fused_kernels(False)
   tf_keras.mixed_precision.set_global_policy("float32")
-  if precision == "bfloat16" and not _accelerated():
-    set_matmul_precision(precision)
+  if precision in ("float32", "bfloat16") and not _accelerated():
+    if precision == "bfloat16":
+      set_matmul_precision(precision)
     layers.set_fused_kernels(not jit_compile)
   elif precision != "float32":
     # No bfloat16 warning here: a GPU or TPU has the units.

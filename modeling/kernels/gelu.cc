@@ -8,15 +8,14 @@
 //
 // tanh(u) is computed as 1 - 2 / (1 + exp(2u)), and as +-1 where float32's
 // tanh is (|u| >= 9.02): values within 2e-6 and gradients within 2e-5 of
-// the formula in float64 (tests/test_fused_kernels.py). The loops are compiled
-// for AVX-512, AVX2 and the baseline, chosen when the library loads, so
-// one build runs on any x86-64 CPU.
+// the formula in float64 (tests/test_fused_kernels.py).
 
 #include <cmath>
 
 #include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
+#include "common.h"
 
 namespace {
 
@@ -24,15 +23,10 @@ using tensorflow::OpKernel;
 using tensorflow::OpKernelConstruction;
 using tensorflow::OpKernelContext;
 using tensorflow::Tensor;
+using bert_kernels::Shard;
 
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kCubic = 0.044715f;
-
-#if defined(__x86_64__)
-#define CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define CPU_CLONES
-#endif
 
 inline float Tanh(float u) {
   // Exactly +-1 where float32's tanh is (|u| >= 9.02), as the composite's
@@ -63,14 +57,6 @@ CPU_CLONES void GeluBackward(const float* upstream, const float* in,
                         kSqrt2OverPi * (1.f + 3.f * kCubic * v * v);
     out[i] = upstream[i] * slope;
   }
-}
-
-// Runs body(begin, end) over [0, n) on the op's CPU threads; cost: rough
-// cycles per element.
-template <typename Body>
-void Shard(OpKernelContext* context, int64_t n, int cost, Body body) {
-  context->device()->tensorflow_cpu_worker_threads()->workers->ParallelFor(
-      n, cost, body);
 }
 
 class FusedGeluOp : public OpKernel {
