@@ -4,15 +4,15 @@ VENV_STAMP := .venv/.installed
 
 .PHONY: setup test test-fast demo benchmark benchmark-hf quality
 
-# The fused GELU kernel of bfloat16 training on CPUs
-# (modeling/fused_kernels.py), built with g++ against the installed
-# TensorFlow; without a compiler a warning, and bfloat16 training runs
-# TensorFlow's composite ops (slower, the same function).
-KERNELS := modeling/kernels/_fused_gelu.so
+# The fused CPU kernels of training (modeling/fused_kernels.py), built
+# with g++ against the installed TensorFlow; without a compiler a
+# warning, and training runs TensorFlow's composite ops (slower, the same
+# functions).
+KERNELS := modeling/kernels/_fused_ops.so
 
 setup: $(VENV_STAMP) $(KERNELS)
 
-$(KERNELS): modeling/kernels/fused_gelu.cc $(VENV_STAMP)
+$(KERNELS): $(wildcard modeling/kernels/*.cc modeling/kernels/*.h) $(VENV_STAMP)
 	$(PYTHON) -c "from modeling import fused_kernels; fused_kernels.main()"
 
 $(VENV_STAMP): requirements.txt
