@@ -5,6 +5,9 @@ in several (one pass per op):
 - modeling/kernels/gelu.cc: the original's GELU (tanh form), forward and
   gradient. Rounds differently from the composite (~1e-6): bfloat16
   training only.
+- modeling/kernels/layer_norm.cc: residual add and LayerNorm, forward
+  and gradient. Rounds differently from Keras' (~1e-7): bfloat16
+  training only.
 - modeling/kernels/dropout.cc: inverted dropout with exactly the masks of
   tf.nn.experimental.stateless_dropout; outputs and gradients are
   bit-identical to the composite's, so float32 training uses it too.
@@ -80,7 +83,8 @@ def build(library=LIBRARY, kernels_dir=None):
 # Python, run once while tracing).
 @tf.autograph.experimental.do_not_convert
 def ops():
-  """The loaded kernels (fused_gelu, fused_gelu_grad, fused_dropout), or
+  """The loaded kernels (fused_gelu, fused_gelu_grad, fused_dropout,
+  fused_add_layer_norm, fused_add_layer_norm_grad), or
   None where the library is missing or stale (older than a source) or
   fails to load (warned about once)."""
   if not _loaded:
@@ -153,6 +157,41 @@ def dropout(x, rate, seed, rows=None):
             lambda dy: kernels.fused_dropout(dy, key, counter, rows, **attrs))
 
   return fused(x)
+
+
+def add_layer_norm(x, residual, gamma, beta, epsilon):
+  """LayerNorm over the last axis of x + residual, through the fused
+  kernel (gradient included).
+
+  Args:
+    x: float32 Tensor [..., W], on the CPU.
+    residual: float32 Tensor like x, or None (LayerNorm of x alone).
+    gamma, beta: float32 [W] Tensors or variables, the scale and offset.
+    epsilon: float, added to the variance.
+
+  Returns:
+    float32 Tensor like x.
+  """
+  if residual is None:
+    residual = tf.zeros([0], tf.float32)
+
+  @tf.custom_gradient
+  def fused(x, residual, gamma, beta):
+    kernels = ops()
+    y, mean, rstd = kernels.fused_add_layer_norm(x, residual, gamma, beta,
+                                                 epsilon=epsilon)
+
+    def grad(dy):
+      ds, dgamma, dbeta = kernels.fused_add_layer_norm_grad(
+          dy, x, residual, gamma, mean, rstd)
+      # An empty residual (none) has an empty gradient.
+      return (ds, ds if residual.shape.num_elements() != 0 else None,
+              dgamma, dbeta)
+
+    return y, grad
+
+  return fused(x, residual, tf.convert_to_tensor(gamma),
+               tf.convert_to_tensor(beta))
 
 
 def main():

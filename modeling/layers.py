@@ -185,18 +185,46 @@ def create_initializer(initializer_range=0.02):
 
 
 class LayerNorm(keras.layers.LayerNormalization):
-  """Keras' LayerNormalization over the last axis of inputs of any rank.
+  """Keras' LayerNormalization over the last axis of inputs of any rank,
+  with the residual added first where one is given.
 
   Keras turns axis=-1 into a positive axis for the rank of the first
   input, so a layer built on [B, T, H] could not take the [N, H] rows of
   BertModel.skip_padding. The arithmetic is Keras' own (its non-fused
-  path: the original's epsilon is below what the fused one allows).
+  path: the original's epsilon is below what the fused one allows), but
+  in layers made with bfloat16 matmuls and the fused kernels switched on
+  (set_fused_kernels), where the add and the normalization are
+  modeling/fused_kernels.py's, one pass each way (rounding differs by
+  ~1e-7).
   """
+
+  def __init__(self, *args, **kwargs):
+    super().__init__(*args, **kwargs)
+    self.fused_kernel = (fused_kernels_enabled() and
+                         matmul_dtype() != tf.float32)
 
   def build(self, input_shape):
     super().build(input_shape)
     assert not self._fused, "the fused path would be rank-specific"
     self.axis = [-1]
+
+  def call(self, inputs, residual=None):
+    """Normalizes inputs + residual.
+
+    Args:
+      inputs: float [..., H].
+      residual: float like inputs, or None.
+
+    Returns:
+      float like inputs.
+    """
+    if (self.fused_kernel and inputs.dtype == tf.float32 and
+        fused_kernels.available()):
+      return fused_kernels.add_layer_norm(inputs, residual, self.gamma,
+                                          self.beta, self.epsilon)
+    if residual is not None:
+      inputs += residual
+    return super().call(inputs)
 
 
 def layer_norm(name="LayerNorm"):
@@ -552,11 +580,11 @@ class TransformerLayer(keras.layers.Layer):
     attention = self.dropout(self.attention_output(attention),
                              training=training, real_tokens=real_tokens,
                              seed=seeds[1])
-    attention = self.attention_layer_norm(attention + hidden_states)
+    attention = self.attention_layer_norm(attention, residual=hidden_states)
     output = self.output_dense(self.intermediate(attention))
     output = self.dropout(output, training=training, real_tokens=real_tokens,
                           seed=seeds[2])
-    return self.output_layer_norm(output + attention)
+    return self.output_layer_norm(output, residual=attention)
 
 
 class Pooler(keras.layers.Layer):

@@ -79,6 +79,61 @@ def test_values_and_gradient_are_the_originals_gelu(kernels):
       [0.0, 0.0, 30.0])
 
 
+def layer_norm_float64(s, gamma, beta, dy, epsilon=1e-12):
+  """LayerNorm over the last axis and its gradients, in float64 NumPy:
+  (y, ds, dgamma, dbeta)."""
+  mean = s.mean(-1, keepdims=True)
+  rstd = 1.0 / np.sqrt(((s - mean) ** 2).mean(-1, keepdims=True) + epsilon)
+  xhat = (s - mean) * rstd
+  g = dy * gamma
+  ds = rstd * (g - g.mean(-1, keepdims=True) -
+               xhat * (g * xhat).mean(-1, keepdims=True))
+  rows = tuple(range(s.ndim - 1))
+  return (xhat * gamma + beta, ds, (dy * xhat).sum(rows), dy.sum(rows))
+
+
+@pytest.mark.parametrize("shape,residual", [((7, 5, 768), True),
+                                            ((300, 37), True),
+                                            ((13, 32), False)])
+def test_add_layer_norm_is_layer_norm_of_the_sum(kernels, shape, residual):
+  del kernels
+  rng = np.random.RandomState(7)
+  x = rng.randn(*shape) * 3.0 + 1.0
+  res = rng.randn(*shape) if residual else np.zeros(shape)
+  gamma, beta = rng.randn(shape[-1]), rng.randn(shape[-1])
+  dy = rng.randn(*shape)
+  want = layer_norm_float64(x + res, gamma, beta, dy)
+  tensors = [tf.constant(v, tf.float32) for v in (x, res, gamma, beta)]
+  keras_norm = layers.layer_norm()
+  keras_norm.build([None, shape[-1]])
+  keras_norm.set_weights([gamma, beta])
+  with tf.GradientTape(persistent=True) as tape:
+    tape.watch(tensors)
+    got = fused_kernels.add_layer_norm(
+        tensors[0], tensors[1] if residual else None, tensors[2], tensors[3],
+        layers.LAYER_NORM_EPSILON)
+    composite = keras_norm(tensors[0] + tensors[1])
+  grads = tape.gradient(got, tensors, tf.constant(dy, tf.float32))
+  keras_grads = tape.gradient(composite, [tensors[0]] + keras_norm.weights,
+                              tf.constant(dy, tf.float32))
+  # As close to the float64 truth as Keras' float32 composite is.
+  for fused, reference, truth in [(got, composite, want[0]),
+                                  (grads[0], keras_grads[0], want[1]),
+                                  (grads[2], keras_grads[1], want[2]),
+                                  (grads[3], keras_grads[2], want[3])]:
+    scale = np.abs(truth).max()
+    fused_error = np.abs(fused.numpy() - truth).max() / scale
+    assert fused_error < 1e-6
+    assert fused_error <= 4 * np.abs(reference.numpy() - truth).max() / scale
+  if residual:
+    np.testing.assert_array_equal(grads[1].numpy(), grads[0].numpy())
+  else:
+    assert grads[1] is None
+  with pytest.raises(tf.errors.InvalidArgumentError, match="gamma must be"):
+    fused_kernels.add_layer_norm(tensors[0], None, tensors[2][:-1],
+                                 tensors[3][:-1], 1e-12)
+
+
 def bits(tensor):
   return np.asarray(tensor).view(np.uint32)
 
@@ -156,7 +211,7 @@ def test_float32_training_with_them_is_bit_identical(kernels, reset_layers,
         node.op for function in graph.library.function
         for node in function.node_def}
     assert ("FusedDropout" in ops) == fused
-    assert "FusedGelu" not in ops
+    assert not ops & {"FusedGelu", "FusedAddLayerNorm"}
     results.append((losses, [w.numpy() for w in trainer.model.weights]))
   (losses, weights), (fused_losses, fused_weights) = results
   assert losses == fused_losses
@@ -185,12 +240,18 @@ def test_only_bfloat16_layers_made_with_the_switch_use_it(kernels,
 
   used = dense(tf.bfloat16, True)
   assert "FusedGelu" in graph_op_types(used, x)
+  norm = layers.layer_norm()
+  norm.build([None, 8])
+  assert "FusedAddLayerNorm" in graph_op_types(norm, x)
   plain = dense(tf.bfloat16, False)
   plain.set_weights(used.get_weights())
   assert "FusedGelu" not in graph_op_types(plain, x)
   np.testing.assert_allclose(used(x), plain(x), atol=1e-5)
   # float32 (the original's arithmetic) and other activations never.
   assert "FusedGelu" not in graph_op_types(dense(tf.float32, True), x)
+  norm = layers.layer_norm()  # (Made under float32 matmuls.)
+  norm.build([None, 8])
+  assert "FusedAddLayerNorm" not in graph_op_types(norm, x)
   assert "FusedGelu" not in graph_op_types(
       dense(tf.bfloat16, True, layers.gelu_exact), x)
 
@@ -236,7 +297,8 @@ def test_a_step_xla_compiles_is_built_without_them(kernels, reset_layers):
     ops = {node.op for node in graph.node} | {
         node.op for function in graph.library.function
         for node in function.node_def}
-    assert ("FusedGelu" in ops) == used
+    fused_ops = {"FusedGelu", "FusedAddLayerNorm", "FusedDropout"}
+    assert (ops & fused_ops) == (fused_ops if used else set())
   assert layers.fused_kernels_enabled()  # As set_policy left it.
 
 
