@@ -3,7 +3,8 @@
 Each does in one pass over memory what TensorFlow's composite of it does
 in several (one pass per op):
 - modeling/kernels/gelu.cc: the original's GELU (tanh form), forward and
-  gradient. Rounds differently from the composite (~1e-6): bfloat16
+  gradient, in float32 or with the bias add between two bfloat16
+  matmuls. Rounds differently from the composite (~1e-6): bfloat16
   training only.
 - modeling/kernels/layer_norm.cc: residual add and LayerNorm, forward
   and gradient. Rounds differently from Keras' (~1e-7): bfloat16
@@ -83,8 +84,8 @@ def build(library=LIBRARY, kernels_dir=None):
 # Python, run once while tracing).
 @tf.autograph.experimental.do_not_convert
 def ops():
-  """The loaded kernels (fused_gelu, fused_gelu_grad, fused_dropout,
-  fused_add_layer_norm, fused_add_layer_norm_grad), or
+  """The loaded kernels (fused_gelu, fused_bias_gelu, fused_dropout,
+  fused_add_layer_norm and their gradients), or
   None where the library is missing or stale (older than a source) or
   fails to load (warned about once)."""
   if not _loaded:
@@ -125,6 +126,32 @@ def gelu(x):
   """
   kernels = ops()
   return kernels.fused_gelu(x), lambda dy: kernels.fused_gelu_grad(dy, x)
+
+
+def bias_gelu(x, bias):
+  """gelu(x + bias) between two bfloat16 matmuls, through the fused kernel
+  (gradient included): the bias add and the GELU in float32, the result
+  rounded to bfloat16 as tf.cast rounds.
+
+  Args:
+    x: bfloat16 Tensor [..., W], on the CPU: a matmul's products.
+    bias: float32 [W] Tensor or variable.
+
+  Returns:
+    bfloat16 Tensor like x. Its gradient: x's in bfloat16 (rounded from
+    float32), bias's summed over the rows in float32.
+  """
+
+  @tf.custom_gradient
+  def fused(x, bias):
+    kernels = ops()
+
+    def grad(dy):
+      return kernels.fused_bias_gelu_grad(tf.cast(dy, tf.bfloat16), x, bias)
+
+    return kernels.fused_bias_gelu(x, bias), grad
+
+  return fused(x, tf.convert_to_tensor(bias))
 
 
 def dropout(x, rate, seed, rows=None):

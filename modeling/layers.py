@@ -153,22 +153,44 @@ class Dense(keras.layers.Dense):
   """Keras' Dense whose matmul computes in the matmul_dtype() of when it was
   made; Keras' own arithmetic where that is float32."""
 
-  def __init__(self, *args, **kwargs):
+  def __init__(self, *args, output_feeds_matmul=False, **kwargs):
+    """Creates the layer.
+
+    Args:
+      *args: passed to keras.layers.Dense.
+      output_feeds_matmul: bool, whether the output only feeds another
+        Dense layer's matmul (the feed-forward's intermediate layer). With
+        bfloat16 matmuls and the fused GELU, the output is then bfloat16,
+        rounded once where the next matmul would round it, and the bias
+        add and GELU take the product in bfloat16: no float32 copy either
+        way (fused_kernels.bias_gelu).
+      **kwargs: passed to keras.layers.Dense.
+    """
     super().__init__(*args, **kwargs)
     self.matmul_dtype = matmul_dtype()
     self.fused_gelu = (fused_kernels_enabled() and self.activation is gelu and
                        self.matmul_dtype != tf.float32)
+    self.bfloat16_output = self.fused_gelu and output_feeds_matmul
+    if self.matmul_dtype != self.compute_dtype:
+      # Inputs as they come, bfloat16 ones (from a bfloat16_output layer)
+      # included: Keras would cast them to float32, a pass for nothing.
+      self._autocast = False
 
   def call(self, inputs):
-    if self.matmul_dtype in (tf.float32, inputs.dtype):
+    """[..., in] -> [..., units], float32 (or bfloat16, see __init__)."""
+    if self.matmul_dtype in (tf.float32, self.compute_dtype):
       return super().call(inputs)
     flat = tf.reshape(inputs, [-1, inputs.shape[-1]])
-    outputs = tf.nn.bias_add(matmul(flat, self.kernel, self.matmul_dtype),
-                             self.bias)
-    if self.fused_gelu and fused_kernels.available():
-      outputs = fused_kernels.gelu(outputs)
-    elif self.activation is not None:
-      outputs = self.activation(outputs)
+    product = tf.matmul(tf.cast(flat, self.matmul_dtype),
+                        tf.cast(self.kernel, self.matmul_dtype))
+    if self.bfloat16_output and fused_kernels.available():
+      outputs = fused_kernels.bias_gelu(product, self.bias)
+    else:
+      outputs = tf.nn.bias_add(tf.cast(product, tf.float32), self.bias)
+      if self.fused_gelu and fused_kernels.available():
+        outputs = fused_kernels.gelu(outputs)
+      elif self.activation is not None:
+        outputs = self.activation(outputs)
     outputs = tf.reshape(outputs, tf.concat(
         [tf.shape(inputs)[:-1], [self.units]], 0))
     outputs.set_shape(inputs.shape[:-1].concatenate([self.units]))
@@ -531,7 +553,7 @@ class TransformerLayer(keras.layers.Layer):
     self.intermediate = Dense(
         intermediate_size, activation=intermediate_activation,
         kernel_initializer=create_initializer(initializer_range),
-        name="intermediate")
+        name="intermediate", output_feeds_matmul=True)
     self.output_dense = Dense(
         hidden_size, kernel_initializer=create_initializer(initializer_range),
         name="output")

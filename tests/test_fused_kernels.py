@@ -79,6 +79,49 @@ def test_values_and_gradient_are_the_originals_gelu(kernels):
       [0.0, 0.0, 30.0])
 
 
+def test_bias_gelu_between_bfloat16_matmuls(kernels):
+  """gelu(x + bias) of bfloat16 products x, rounded to bfloat16; the
+  gradient's dx rounded likewise and dbias summed in float32."""
+  del kernels
+  rng = np.random.RandomState(9)
+  rows, width = 300, 37
+  x = tf.cast(tf.constant(rng.randn(rows, width) * 3.0, tf.float32),
+              tf.bfloat16)
+  bias = tf.constant(rng.randn(width), tf.float32)
+  dy = tf.cast(tf.constant(rng.randn(rows, width), tf.float32), tf.bfloat16)
+  v = tf.cast(x, tf.float64).numpy() + bias.numpy().astype(np.float64)
+  value, slope = gelu_float64(v)
+  g = tf.cast(dy, tf.float64).numpy() * slope
+  with tf.GradientTape() as tape:
+    tape.watch([x, bias])
+    y = fused_kernels.bias_gelu(x, bias)
+  dx, dbias = tape.gradient(y, [x, bias], dy)
+  assert y.dtype == dx.dtype == tf.bfloat16 and dbias.dtype == tf.float32
+  # Rounded to bfloat16 from float32 values within 2e-6 (values) and
+  # 2e-5 (slopes) of the truth, as the float32 kernel's: the truth rounded,
+  # or a neighbour where it lies next to a rounding edge (or in the far
+  # negative tail, where the float32 error is the whole value).
+  for got, truth, atol in ((y, value, 2e-6), (dx, g, 2e-5 * 3)):
+    got = tf.cast(got, tf.float64).numpy()
+    rounded = tf.cast(tf.cast(truth, tf.float32), tf.bfloat16)
+    rounded = tf.cast(rounded, tf.float64).numpy()
+    large = np.abs(truth) > 1e-2
+    assert large.mean() > 0.75
+    assert np.mean(got[large] == rounded[large]) > 0.99
+    assert np.all(np.abs(got - truth) <= 2.0 ** -8 * np.abs(truth) + atol)
+  np.testing.assert_allclose(dbias.numpy(), g.sum(0), rtol=1e-5, atol=1e-4)
+  # Where the GELU is the identity (x + bias >= 5), y is x + bias rounded
+  # exactly as tf.cast rounds float32, ties to even included.
+  big = tf.cast(tf.constant(rng.uniform(6, 40, [64, 8]), tf.float32),
+                tf.bfloat16)
+  ties = tf.constant(np.float32(2.0 ** -9) * rng.randint(-3, 4, 8),
+                     tf.float32)
+  np.testing.assert_array_equal(
+      tf.bitcast(fused_kernels.bias_gelu(big, ties), tf.uint16).numpy(),
+      tf.bitcast(tf.cast(tf.cast(big, tf.float32) + ties, tf.bfloat16),
+                 tf.uint16).numpy())
+
+
 def layer_norm_float64(s, gamma, beta, dy, epsilon=1e-12):
   """LayerNorm over the last axis and its gradients, in float64 NumPy:
   (y, ds, dgamma, dbeta)."""
@@ -297,7 +340,7 @@ def test_a_step_xla_compiles_is_built_without_them(kernels, reset_layers):
     ops = {node.op for node in graph.node} | {
         node.op for function in graph.library.function
         for node in function.node_def}
-    fused_ops = {"FusedGelu", "FusedAddLayerNorm", "FusedDropout"}
+    fused_ops = {"FusedBiasGelu", "FusedAddLayerNorm", "FusedDropout"}
     assert (ops & fused_ops) == (fused_ops if used else set())
   assert layers.fused_kernels_enabled()  # As set_policy left it.
 

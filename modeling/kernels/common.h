@@ -5,7 +5,10 @@
 #ifndef BERT_MODELING_KERNELS_COMMON_H_
 #define BERT_MODELING_KERNELS_COMMON_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include "tensorflow/core/framework/op_kernel.h"
 
@@ -26,6 +29,57 @@ void Shard(tensorflow::OpKernelContext* context, int64_t n, int64_t cost,
            Body body) {
   context->device()->tensorflow_cpu_worker_threads()->workers->ParallelFor(
       n, cost, body);
+}
+
+// Blocks of rows whose column sums are kept apart, then added: each
+// block runs on one thread.
+constexpr int64_t kMaxBlocks = 64;
+
+// Runs row(r, partial, scratch) for each r in [0, rows) on the op's CPU
+// threads, where partial is the float [count * width] column sums of r's
+// block of rows (zeroed first) and scratch a float [width] buffer of the
+// block's; then sums the blocks' partials into sums[count * width].
+// cost: rough cycles per row.
+template <typename Row>
+void RowsWithColumnSums(tensorflow::OpKernelContext* context, int64_t rows,
+                        int64_t width, int count, int64_t cost, Row row,
+                        float* sums) {
+  const int64_t blocks = std::max<int64_t>(1, std::min(rows, kMaxBlocks));
+  const int64_t size = count * width;
+  std::vector<float> partials(blocks * size, 0.f);
+  float* data = partials.data();
+  Shard(context, blocks, cost * (rows / blocks + 1),
+        [=, &row](int64_t begin, int64_t end) {
+          std::vector<float> scratch(width);
+          for (int64_t b = begin; b < end; ++b) {
+            for (int64_t r = rows * b / blocks; r < rows * (b + 1) / blocks;
+                 ++r) {
+              row(r, data + b * size, scratch.data());
+            }
+          }
+        });
+  std::fill(sums, sums + size, 0.f);
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int64_t i = 0; i < size; ++i) sums[i] += data[b * size + i];
+  }
+}
+
+// bfloat16 <-> float32 on the bits, as TensorFlow's Cast: bfloat16 is the
+// high half of a float32; rounding to nearest, ties to even, NaN kept NaN
+// (tested on the integer bits: -ffast-math would drop a float test).
+inline float Bfloat16ToFloat(uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof(value));
+  return value;
+}
+
+inline uint16_t FloatToBfloat16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
 }
 
 }  // namespace bert_kernels

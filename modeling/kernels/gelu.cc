@@ -1,7 +1,13 @@
 // The original's GELU (tanh form) for CPUs, forward and gradient each in
 // one pass over memory, where TensorFlow's composite of it takes about a
 // dozen elementwise ops, each a pass of its own (3x to 3.9x faster at
-// BERT-Base's feed-forward width: benchmarks/profiling/elementwise.py).
+// BERT-Base's feed-forward width: benchmarks/profiling/elementwise.py):
+// - FusedGelu: float32 in and out.
+// - FusedBiasGelu: the feed-forward layer's bias add and GELU between its
+//   two bfloat16 matmuls: the first's bfloat16 products in, the second's
+//   bfloat16 operand out (rounded as TensorFlow's Cast rounds), where the
+//   composite casts to float32, adds the bias, computes the GELU and casts
+//   back; its gradient likewise, the bias gradient summed in float32.
 // Built by modeling/fused_kernels.py (make setup) and used by the
 // bfloat16 training path on CPUs only (modeling.layers.set_fused_kernels);
 // float32 keeps the original's composite, op for op.
@@ -23,6 +29,9 @@ using tensorflow::OpKernel;
 using tensorflow::OpKernelConstruction;
 using tensorflow::OpKernelContext;
 using tensorflow::Tensor;
+using bert_kernels::Bfloat16ToFloat;
+using bert_kernels::FloatToBfloat16;
+using bert_kernels::RowsWithColumnSums;
 using bert_kernels::Shard;
 
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
@@ -37,25 +46,51 @@ inline float Tanh(float u) {
   return std::fabs(u) >= 9.02f ? std::copysign(1.f, u) : t;
 }
 
+inline float Gelu(float v) {
+  const float t = Tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
+  return 0.5f * v * (1.f + t);
+}
+
+// d Gelu(v) / dv.
+inline float GeluSlope(float v) {
+  const float t = Tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
+  return 0.5f * (1.f + t) + 0.5f * v * (1.f - t * t) * kSqrt2OverPi *
+                                (1.f + 3.f * kCubic * v * v);
+}
+
 CPU_CLONES void GeluForward(const float* in, float* out, int64_t begin,
                             int64_t end) {
 #pragma omp simd
-  for (int64_t i = begin; i < end; ++i) {
-    const float v = in[i];
-    const float t = Tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
-    out[i] = 0.5f * v * (1.f + t);
-  }
+  for (int64_t i = begin; i < end; ++i) out[i] = Gelu(in[i]);
 }
 
 CPU_CLONES void GeluBackward(const float* upstream, const float* in,
                              float* out, int64_t begin, int64_t end) {
 #pragma omp simd
-  for (int64_t i = begin; i < end; ++i) {
-    const float v = in[i];
-    const float t = Tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
-    const float slope = 0.5f * (1.f + t) + 0.5f * v * (1.f - t * t) *
-                        kSqrt2OverPi * (1.f + 3.f * kCubic * v * v);
-    out[i] = upstream[i] * slope;
+  for (int64_t i = begin; i < end; ++i) out[i] = upstream[i] * GeluSlope(in[i]);
+}
+
+// One row of bfloat16 matmul products x: gelu(x + bias), rounded to
+// bfloat16 (the next matmul's operand).
+CPU_CLONES void BiasGeluRow(const uint16_t* in, const float* bias,
+                            uint16_t* out, int64_t width) {
+#pragma omp simd
+  for (int64_t i = 0; i < width; ++i) {
+    out[i] = FloatToBfloat16(Gelu(Bfloat16ToFloat(in[i]) + bias[i]));
+  }
+}
+
+// One row's gradient: g = dy * gelu'(x + bias) in float32, added to dbias
+// and rounded to bfloat16 into dx (the matmul's gradient operand).
+CPU_CLONES void BiasGeluGradRow(const uint16_t* upstream, const uint16_t* in,
+                                const float* bias, uint16_t* out,
+                                float* dbias, int64_t width) {
+#pragma omp simd
+  for (int64_t i = 0; i < width; ++i) {
+    const float g = Bfloat16ToFloat(upstream[i]) *
+                    GeluSlope(Bfloat16ToFloat(in[i]) + bias[i]);
+    dbias[i] += g;
+    out[i] = FloatToBfloat16(g);
   }
 }
 
@@ -99,8 +134,108 @@ class FusedGeluGradOp : public OpKernel {
   }
 };
 
+// x: bfloat16 [..., W], bias: float [W]; its rows and width, checked.
+tensorflow::Status RowsAndWidth(const Tensor& x, const Tensor& bias,
+                                int64_t* rows, int64_t* width) {
+  if (x.dims() < 1 || bias.dims() != 1 ||
+      bias.dim_size(0) != x.dim_size(x.dims() - 1)) {
+    return tensorflow::errors::InvalidArgument(
+        "bias must be [width], width the last axis of x: x is ",
+        x.shape().DebugString(), ", bias ", bias.shape().DebugString());
+  }
+  *width = x.dim_size(x.dims() - 1);
+  *rows = *width == 0 ? 0 : x.NumElements() / *width;
+  return tensorflow::OkStatus();
+}
+
+const uint16_t* Bits(const Tensor& tensor) {
+  return reinterpret_cast<const uint16_t*>(
+      tensor.flat<tensorflow::bfloat16>().data());
+}
+
+uint16_t* Bits(Tensor* tensor) {
+  return reinterpret_cast<uint16_t*>(
+      tensor->flat<tensorflow::bfloat16>().data());
+}
+
+class FusedBiasGeluOp : public OpKernel {
+ public:
+  explicit FusedBiasGeluOp(OpKernelConstruction* context)
+      : OpKernel(context) {}
+
+  void Compute(OpKernelContext* context) override {
+    const Tensor& x = context->input(0);
+    const Tensor& bias = context->input(1);
+    int64_t rows = 0, width = 0;
+    OP_REQUIRES_OK(context, RowsAndWidth(x, bias, &rows, &width));
+    Tensor* y = nullptr;
+    OP_REQUIRES_OK(context, context->allocate_output(0, x.shape(), &y));
+    const uint16_t* in = Bits(x);
+    const float* bias_data = bias.flat<float>().data();
+    uint16_t* out = Bits(y);
+    Shard(context, rows, 25 * width, [=](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        BiasGeluRow(in + r * width, bias_data, out + r * width, width);
+      }
+    });
+  }
+};
+
+class FusedBiasGeluGradOp : public OpKernel {
+ public:
+  explicit FusedBiasGeluGradOp(OpKernelConstruction* context)
+      : OpKernel(context) {}
+
+  void Compute(OpKernelContext* context) override {
+    const Tensor& dy = context->input(0);
+    const Tensor& x = context->input(1);
+    const Tensor& bias = context->input(2);
+    int64_t rows = 0, width = 0;
+    OP_REQUIRES_OK(context, RowsAndWidth(x, bias, &rows, &width));
+    OP_REQUIRES(context, dy.shape() == x.shape(),
+                tensorflow::errors::InvalidArgument(
+                    "dy and x differ in shape: ", dy.shape().DebugString(),
+                    " and ", x.shape().DebugString()));
+    Tensor *dx = nullptr, *dbias = nullptr;
+    OP_REQUIRES_OK(context, context->allocate_output(0, x.shape(), &dx));
+    OP_REQUIRES_OK(context, context->allocate_output(1, bias.shape(), &dbias));
+    const uint16_t* upstream = Bits(dy);
+    const uint16_t* in = Bits(x);
+    const float* bias_data = bias.flat<float>().data();
+    uint16_t* out = Bits(dx);
+    RowsWithColumnSums(
+        context, rows, width, 1, 35 * width,
+        [=](int64_t r, float* partial, float*) {
+          BiasGeluGradRow(upstream + r * width, in + r * width, bias_data,
+                          out + r * width, partial, width);
+        },
+        dbias->flat<float>().data());
+  }
+};
+
 }  // namespace
 
+REGISTER_OP("FusedBiasGelu")
+    .Input("x: bfloat16")
+    .Input("bias: float")
+    .Output("y: bfloat16")
+    .SetShapeFn(tensorflow::shape_inference::UnchangedShape);
+REGISTER_OP("FusedBiasGeluGrad")
+    .Input("dy: bfloat16")
+    .Input("x: bfloat16")
+    .Input("bias: float")
+    .Output("dx: bfloat16")
+    .Output("dbias: float")
+    .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
+      c->set_output(0, c->input(1));
+      c->set_output(1, c->input(2));
+      return tensorflow::OkStatus();
+    });
+REGISTER_KERNEL_BUILDER(Name("FusedBiasGelu").Device(tensorflow::DEVICE_CPU),
+                        FusedBiasGeluOp);
+REGISTER_KERNEL_BUILDER(
+    Name("FusedBiasGeluGrad").Device(tensorflow::DEVICE_CPU),
+    FusedBiasGeluGradOp);
 REGISTER_OP("FusedGelu")
     .Input("x: float")
     .Output("y: float")

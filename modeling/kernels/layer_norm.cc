@@ -29,10 +29,8 @@ using tensorflow::OpKernelConstruction;
 using tensorflow::OpKernelContext;
 using tensorflow::Tensor;
 using tensorflow::TensorShape;
+using bert_kernels::RowsWithColumnSums;
 using bert_kernels::Shard;
-
-// Blocks of rows whose dgamma and dbeta are summed apart, then together.
-constexpr int64_t kMaxBlocks = 64;
 
 // s = x + residual (residual may be null) into row[0, width).
 CPU_CLONES void RowSum(const float* x, const float* residual, float* row,
@@ -188,43 +186,27 @@ class FusedAddLayerNormGradOp : public OpKernel {
                    context->allocate_output(1, gamma.shape(), &dgamma));
     OP_REQUIRES_OK(context,
                    context->allocate_output(2, gamma.shape(), &dbeta));
-    const int64_t blocks = std::max<int64_t>(1, std::min(rows, kMaxBlocks));
-    // [blocks, 2, width]: each block's dgamma, then dbeta.
-    std::vector<float> partial(blocks * 2 * width, 0.f);
     const float* upstream = dy.flat<float>().data();
     const float* in = x.flat<float>().data();
     const float* gamma_data = gamma.flat<float>().data();
     const float* mean_data = mean.flat<float>().data();
     const float* rstd_data = rstd.flat<float>().data();
     float* out = dx->flat<float>().data();
-    float* partial_data = partial.data();
-    Shard(context, blocks, 20 * width * (rows / blocks + 1),
-          [=](int64_t begin, int64_t end) {
-            std::vector<float> row(width);
-            for (int64_t b = begin; b < end; ++b) {
-              float* block_dgamma = partial_data + b * 2 * width;
-              float* block_dbeta = block_dgamma + width;
-              for (int64_t r = rows * b / blocks; r < rows * (b + 1) / blocks;
-                   ++r) {
-                RowSum(in + r * width,
-                       residual ? residual + r * width : nullptr, row.data(),
-                       width);
-                RowGradient(row.data(), upstream + r * width, gamma_data,
-                            mean_data[r], rstd_data[r], width,
-                            out + r * width, block_dgamma, block_dbeta);
-              }
-            }
-          });
-    float* dgamma_data = dgamma->flat<float>().data();
-    float* dbeta_data = dbeta->flat<float>().data();
-    std::fill(dgamma_data, dgamma_data + width, 0.f);
-    std::fill(dbeta_data, dbeta_data + width, 0.f);
-    for (int64_t b = 0; b < blocks; ++b) {
-      for (int64_t i = 0; i < width; ++i) {
-        dgamma_data[i] += partial_data[b * 2 * width + i];
-        dbeta_data[i] += partial_data[b * 2 * width + width + i];
-      }
-    }
+    // [2, width]: dgamma, then dbeta.
+    std::vector<float> sums(2 * width);
+    RowsWithColumnSums(
+        context, rows, width, 2, 20 * width,
+        [=](int64_t r, float* partial, float* row) {
+          RowSum(in + r * width, residual ? residual + r * width : nullptr,
+                 row, width);
+          RowGradient(row, upstream + r * width, gamma_data, mean_data[r],
+                      rstd_data[r], width, out + r * width, partial,
+                      partial + width);
+        },
+        sums.data());
+    std::copy(sums.begin(), sums.begin() + width,
+              dgamma->flat<float>().data());
+    std::copy(sums.begin() + width, sums.end(), dbeta->flat<float>().data());
   }
 };
 
