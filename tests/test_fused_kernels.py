@@ -263,6 +263,42 @@ def test_float32_training_with_them_is_bit_identical(kernels, reset_layers,
     np.testing.assert_array_equal(bits(fused_weight), bits(weight))
 
 
+@pytest.mark.parametrize("skip_padding", [False, True])
+def test_bfloat16_training_with_them_follows_it_without(kernels, reset_layers,
+                                                        skip_padding):
+  """Three steps of bfloat16 training (fused GELU with the bias, residual +
+  LayerNorm and dropout) against the same steps through TensorFlow's
+  composites: the same losses and weights up to rounding, and every
+  weight moved by the step (gradients reach the fused ops' variables)."""
+  del kernels, reset_layers
+  config = tiny_config(hidden_dropout_prob=0.1,
+                       attention_probs_dropout_prob=0.1)
+  batch = padded_pair_batch(config)
+  batch["label_ids"] = tf.constant([0, 1, 0])
+  results = []
+  for fused in (False, True):
+    task = classifier_task.ClassificationTask(config, 11, ["0", "1"])
+    layers.set_matmul_dtype(tf.bfloat16)
+    layers.set_fused_kernels(fused)
+    keras.utils.set_random_seed(8)
+    trainer = training.Trainer(tf.distribute.get_strategy(),
+                               task.model_builder(skip_padding), task.loss,
+                               tempfile.mkdtemp(), 1e-2, 10, 1)
+    start = [w.numpy() for w in trainer.model.weights]
+    step = tf.function(lambda t=trainer: t.train_step(batch))
+    losses = [float(step()) for _ in range(3)]
+    results.append((losses, start, [w.numpy() for w in trainer.model.weights]))
+  (losses, start, weights), (fused_losses, fused_start, fused_weights) = results
+  np.testing.assert_allclose(fused_losses, losses, rtol=1e-3)
+  for before, after, fused_before, fused_after in zip(start, weights,
+                                                      fused_start,
+                                                      fused_weights):
+    np.testing.assert_array_equal(fused_before, before)
+    if after.size > 1:  # (Not the optimizer's step counter.)
+      assert not np.array_equal(fused_after, fused_before)
+    np.testing.assert_allclose(fused_after, after, rtol=1e-2, atol=1e-4)
+
+
 def graph_op_types(layer, inputs):
   function = tf.function(lambda x: layer(x)).get_concrete_function(  # pylint: disable=unnecessary-lambda
       tf.TensorSpec(inputs.shape, tf.float32))
