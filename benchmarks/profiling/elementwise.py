@@ -1,8 +1,8 @@
 """What the training step's elementwise work costs, and what fusing it
 could save: each piece forward and backward at the step's shapes, as the
 model computes it today and in fused forms (XLA on the piece alone, fewer
-ops, and for GELU the C++ kernel of bfloat16 training on CPUs,
-modeling/fused_kernels.py, one pass each way).
+ops, and the C++ kernels of training on CPUs, modeling/fused_kernels.py,
+one pass each way).
 
 Times are medians of alternated calls; "passes" divides each by the time
 of one elementwise op over the same tensor (y = 2x: read once, write
@@ -12,6 +12,9 @@ writes y forward, reads x and dy and writes dx backward: about 2.5).
 Pieces (rows = batch x sequence: 1024 for the pre-training step at batch
 8, 4096 for the fine-tuning step at batch 32; BERT-Base widths):
   gelu         [rows, 3072]: the feed-forward activation.
+  bias_gelu    [rows, 3072]: between the feed-forward's two bfloat16
+               matmuls: the products cast to float32, the bias added, the
+               GELU, the cast back to bfloat16 for the next matmul.
   layer_norm   [rows, 768]: residual add, then LayerNorm (epsilon 1e-12).
   dropout      [rows, 3072]: rate 0.1, a mask drawn each call.
   cast         [rows, 3072]: float32 -> bfloat16 -> float32 (the bfloat16
@@ -20,7 +23,7 @@ Pieces (rows = batch x sequence: 1024 for the pre-training step at batch
   .venv/bin/python benchmarks/profiling/elementwise.py [--rows=1024,4096]
       [--repeats=20]
 
-The kernel's row is left out where `make setup` could not build it.
+The kernels' rows are left out where `make setup` could not build them.
 """
 
 import os
@@ -92,9 +95,12 @@ def forward_backward(fn, x, weights=()):
   def step():
     with tf.GradientTape() as tape:
       tape.watch(x)
-      loss = tf.reduce_sum(fn(x) * upstream)
+      y = fn(x)
+      # (The cast of a constant is folded: no pass at run time.)
+      loss = tf.reduce_sum(y * tf.cast(upstream, y.dtype))
     grads = tape.gradient(loss, [x] + list(weights))
-    return tf.add_n([tf.reshape(g, [-1])[0] for g in grads])
+    return tf.add_n([tf.cast(tf.reshape(g, [-1])[0], tf.float32)
+                     for g in grads])
 
   return lambda: float(step())
 
@@ -104,7 +110,7 @@ def forward_only(fn, x):
   return lambda: float(step())
 
 
-def pieces(rows, fused_gelu):
+def pieces(rows, fused):
   """dict piece -> (dict variant -> blocking call, the one-pass call); the
   first variant of each is what the model computes today."""
   rng = np.random.RandomState(0)
@@ -122,9 +128,24 @@ def pieces(rows, fused_gelu):
           "sigmoid form, XLA": forward_backward(
               tf.function(gelu_sigmoid, jit_compile=True), wide),
           "hand-written gradient": forward_backward(gelu_hand_gradient, wide)}
-  if fused_gelu is not None:
-    gelu["fused kernel, one pass each way"] = forward_backward(fused_gelu,
-                                                               wide)
+  if fused:
+    gelu["fused kernel, one pass each way"] = forward_backward(
+        fused_kernels.gelu, wide)
+
+  products = tf.cast(wide, tf.bfloat16)
+  bias = tf.Variable(rng.randn(INTERMEDIATE).astype(np.float32))
+
+  def cast_bias_gelu(activation):
+    return lambda x: tf.cast(activation(tf.nn.bias_add(
+        tf.cast(x, tf.float32), bias)), tf.bfloat16)
+
+  bias_gelu = {"cast, bias, GELU, cast (ours before)": forward_backward(
+      cast_bias_gelu(layers.gelu), products, [bias])}
+  if fused:
+    bias_gelu["cast, bias, fused GELU, cast"] = forward_backward(
+        cast_bias_gelu(fused_kernels.gelu), products, [bias])
+    bias_gelu["fused bias + GELU, bfloat16 in and out"] = forward_backward(
+        lambda x: fused_kernels.bias_gelu(x, bias), products, [bias])
 
   keras_norm = layers.layer_norm()
   keras_norm.build([None, HIDDEN])
@@ -139,6 +160,11 @@ def pieces(rows, fused_gelu):
       "moments, XLA": forward_backward(
           lambda x: moments_xla(x + residual, gamma, beta), narrow,
           [gamma, beta])}
+  if fused:
+    layer_norm["fused kernel, one pass each way"] = forward_backward(
+        lambda x: fused_kernels.add_layer_norm(
+            x, residual, gamma, beta, layers.LAYER_NORM_EPSILON), narrow,
+        [gamma, beta])
 
   seed = tf.constant([1, 2], tf.int64)
   dropout = {
@@ -147,10 +173,14 @@ def pieces(rows, fused_gelu):
           wide),
       "integer bits": forward_backward(lambda x: dropout_bits(x, seed),
                                        wide)}
+  if fused:
+    dropout["fused kernel, the same masks"] = forward_backward(
+        lambda x: fused_kernels.dropout(x, RATE, seed), wide)
 
   cast = {"float32 -> bfloat16 -> float32": forward_only(
       lambda x: tf.cast(tf.cast(x, tf.bfloat16), tf.float32), wide)}
   return {"gelu": (gelu, one_pass[INTERMEDIATE]),
+          "bias_gelu": (bias_gelu, one_pass[INTERMEDIATE]),
           "layer_norm": (layer_norm, one_pass[HIDDEN]),
           "dropout": (dropout, one_pass[INTERMEDIATE]),
           "cast": (cast, one_pass[INTERMEDIATE])}
@@ -160,12 +190,12 @@ def main(argv):
   del argv
   # Each variant is its own tf.function: their tracings are not retraces.
   tf.get_logger().setLevel("ERROR")
-  fused_gelu = fused_kernels.gelu if fused_kernels.available() else None
+  fused = fused_kernels.available()
   print("TensorFlow %s, %s, %d repeats (medians)" % (
       tf.__version__, results.device_name(), FLAGS.repeats))
   rows_out = []
   for rows in [int(r) for r in FLAGS.rows.split(",")]:
-    for piece, (variants, one_pass) in pieces(rows, fused_gelu).items():
+    for piece, (variants, one_pass) in pieces(rows, fused).items():
       medians = timing.alternated_medians(
           dict(variants, one_pass=one_pass), FLAGS.repeats)
       unit = medians.pop("one_pass")
