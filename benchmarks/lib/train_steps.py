@@ -75,10 +75,10 @@ def make_batch(config, batch_size, seq_length, predictions):
 
 def ours_step(config, batch, seq_length, predictions, jit_compile,
               matmul_dtype=tf.float32):
-  """Our pre-training step; matmul_dtype: modeling.layers.set_matmul_dtype's
-  (the model built under Keras' current global policy), other than float32
-  with the fused update and (without XLA) the fused GELU kernel, as the
-  runners' --precision=bfloat16 on a CPU."""
+  """Our pre-training step as the runners build it on a CPU; matmul_dtype:
+  modeling.layers.set_matmul_dtype's (the model built under Keras' current
+  global policy), other than float32 with the fused update; without XLA
+  the fused CPU kernels (the dropout in float32 too)."""
   task = pretraining.PretrainingTask(config, seq_length, predictions)
   layers.set_matmul_dtype(matmul_dtype)
   # (The Trainer leaves them out of a step XLA compiles.)
