@@ -31,13 +31,31 @@ def alternated_medians(runs, repeats, warmup=2):
   return {name: statistics.median(t) for name, t in times.items()}
 
 
+def matmul_run(dtype, size=2048, count=8):
+  """A run of count size x size matmuls in dtype, for alternated_medians
+  beside the steps it is the peak of (the same noise hits both).
+
+  Returns:
+    (function of no arguments that blocks until the matmuls are done,
+    FLOPs it computes).
+  """
+  a = tf.random.stateless_normal([size, size], [1, 2], dtype=dtype)
+  # A different b for each: identical matmuls would be merged into one.
+  bs = [tf.random.stateless_normal([size, size], [3, i], dtype=dtype)
+        for i in range(count)]
+
+  @tf.function
+  def matmuls():
+    total = tf.zeros([], tf.float32)
+    for b in bs:
+      total += tf.cast(tf.matmul(a, b)[0, 0], tf.float32)
+    return total
+
+  return (lambda: float(matmuls())), 2.0 * count * size ** 3
+
+
 def matmul_flops(dtype, size=2048, repeats=20):
   """FLOP/s of a size x size matmul in dtype: the practical peak of the
-  machine's matrix units for that type, median of repeats calls."""
-  a = tf.random.stateless_normal([size, size], [1, 2], dtype=dtype)
-  b = tf.random.stateless_normal([size, size], [3, 4], dtype=dtype)
-  matmul = tf.function(lambda: tf.reduce_sum(tf.cast(
-      tf.matmul(a, b)[:1, :1], tf.float32)))
-  seconds = alternated_medians({"matmul": lambda: float(matmul())},
-                               repeats)["matmul"]
-  return 2.0 * size ** 3 / seconds
+  machine's matrix units for that type, median of repeats runs."""
+  run, flops = matmul_run(dtype, size)
+  return flops / alternated_medians({"matmul": run}, repeats)["matmul"]

@@ -8,15 +8,17 @@ alternate between the two so that machine noise hits both; medians and the
 ratio are printed, with and without XLA, in float32 and in bfloat16 (Keras'
 mixed_bfloat16 policy set before both models are built: float32 weights,
 bfloat16 compute). Each line also gives our step's model arithmetic
-(train_steps.step_flops) in GFLOP/s and as a share of a large matmul's in
-the same precision, timed in the same process: the machine's practical
-peak.
+(train_steps.step_flops) in GFLOP/s and as a share of the machine's
+practical peak in the same precision: runs of 2048 x 2048 matmuls timed
+in the same alternation as the steps (the same noise hits both), their
+median.
 
   .venv/bin/python benchmarks/speed/bench_pretraining.py [--repeats=10]
       [--shapes=small,base] [--xla=false,true] [--precision=float32,bfloat16]
 """
 
 import os
+import statistics
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -45,10 +47,10 @@ COLUMNS = ["shape", "L", "H", "batch", "seq", "xla", "precision", "variant",
            "GFLOP/s", "% of matmul peak"]
 
 
-def bench(name, jit_compile, precision, peak):
-  """Times the steps at one shape, XLA setting and precision; prints a line
-  per variant of ours. peak: float, FLOP/s of a large matmul in that
-  precision.
+def bench(name, jit_compile, precision):
+  """Times the steps at one shape, XLA setting and precision, alternated
+  with runs of large matmuls in that precision (the peak); prints a line
+  per variant of ours.
 
   In bfloat16, "ours" is what --precision=bfloat16 runs (bfloat16 matmuls,
   float32 elsewhere: modeling.layers.set_matmul_dtype) and "ours_keras" our
@@ -56,7 +58,7 @@ def bench(name, jit_compile, precision, peak):
 
   Returns:
     (dict variant -> median seconds per step, the lines' numbers: rows
-    under COLUMNS).
+    under COLUMNS, the peak FLOP/s).
   """
   fields, batch_size, seq_length, predictions = train_steps.SHAPES[name]
   config = modeling.BertConfig(**fields)
@@ -81,9 +83,13 @@ def bench(name, jit_compile, precision, peak):
       float(fn())  # Traced (and layers built) under the policy.
   finally:
     tf_keras.mixed_precision.set_global_policy("float32")
+  peak_run, peak_flops = timing.matmul_run(getattr(tf, precision))
   medians = timing.alternated_medians(
-      {k: (lambda fn=fn: float(fn())) for k, fn in runs.items()},
-      FLAGS.repeats)
+      dict({k: (lambda fn=fn: float(fn())) for k, fn in runs.items()},
+           peak=peak_run), FLAGS.repeats)
+  peak = peak_flops / medians.pop("peak")
+  print("matmul peak (2048 x 2048, %s), alternated with the steps: %.0f "
+        "GFLOP/s" % (precision, peak / 1e9), flush=True)
   rows = []
   for variant in [k for k in runs if k != "model_garden"]:
     flops = train_steps.step_flops(config, batch_size, seq_length,
@@ -102,7 +108,7 @@ def bench(name, jit_compile, precision, peak):
                  round(1 / medians["model_garden"], 2),
                  round(medians["model_garden"] / medians[variant], 3),
                  round(flops / 1e9), round(100 * flops / peak)])
-  return medians, rows
+  return medians, rows, peak
 
 
 def main(argv):
@@ -110,18 +116,14 @@ def main(argv):
   print("TensorFlow %s, %d CPUs, %d repeats (medians)" %
         (tf.__version__, os.cpu_count(), FLAGS.repeats))
   precisions = FLAGS.precision.split(",")
-  peaks = {}
+  peaks = {precision: [] for precision in precisions}
   rows, speedups = [], []
-  for precision in precisions:
-    peaks[precision] = timing.matmul_flops(getattr(tf, precision))
-    print("matmul peak (2048 x 2048, %s): %.0f GFLOP/s" %
-          (precision, peaks[precision] / 1e9), flush=True)
   for name in FLAGS.shapes.split(","):
     for xla in FLAGS.xla.split(","):
       ours = {}
       for precision in precisions:
-        medians, lines = bench(name, xla == "true", precision,
-                               peaks[precision])
+        medians, lines, peak = bench(name, xla == "true", precision)
+        peaks[precision].append(peak)
         ours[precision] = medians["ours"]
         rows += lines
       if "float32" in ours and "bfloat16" in ours:
@@ -132,9 +134,11 @@ def main(argv):
             ours["float32"] / ours["bfloat16"], 2)])
   if FLAGS.record:
     tables = [
-        results.table("Matmul peak (2048 x 2048), GFLOP/s",
+        results.table("Matmul peak (2048 x 2048, alternated with the "
+                      "steps: median over the settings), GFLOP/s",
                       ["precision", "GFLOP/s"],
-                      [[p, round(peaks[p] / 1e9)] for p in precisions]),
+                      [[p, round(statistics.median(peaks[p]) / 1e9)]
+                       for p in precisions]),
         results.table("Pre-training steps/s", COLUMNS, rows)]
     if speedups:
       tables.append(results.table("ours bfloat16 / ours float32",
