@@ -9,6 +9,9 @@ in several (one pass per op):
 - modeling/kernels/layer_norm.cc: residual add and LayerNorm, forward
   and gradient. Rounds differently from Keras' (~1e-7): bfloat16
   training only.
+- modeling/kernels/adamw.cc: the original optimizer's update
+  (AdamWeightDecay), weight and slots in one pass, bit-identical to its
+  op-by-op float32 arithmetic: both precisions.
 - modeling/kernels/dropout.cc: inverted dropout with exactly the masks of
   tf.nn.experimental.stateless_dropout; outputs and gradients are
   bit-identical to the composite's, so float32 training uses it too.
@@ -45,6 +48,11 @@ def sources(kernels_dir=None):
       glob.glob(os.path.join(kernels_dir, "*.h")))
 
 
+# Sources whose float32 arithmetic must round as TensorFlow's ops do, op
+# by op: compiled without -ffast-math and without contracting a * b + c.
+EXACT_SOURCES = ("adamw.cc",)
+
+
 def build(library=LIBRARY, kernels_dir=None):
   """Compiles the kernels into library (written whole, then renamed in
   place).
@@ -56,28 +64,42 @@ def build(library=LIBRARY, kernels_dir=None):
   Returns:
     None on success, else str: why not (the compiler's last lines).
   """
-  # -ffast-math lets the loops vectorize (the GELU's exp and division);
-  # the dropout's arithmetic is integer and a comparison, unaffected.
-  command = (["g++", "-w", "-shared", "-fPIC", "-O3", "-ffast-math",
-              "-fopenmp-simd"] + sources(kernels_dir)[0] +
-             tf.sysconfig.get_compile_flags() + tf.sysconfig.get_link_flags())
+  tf_flags = tf.sysconfig.get_compile_flags()
   directory = os.path.dirname(os.path.abspath(library))
-  fd, partial = tempfile.mkstemp(suffix=".so", dir=directory)
-  os.close(fd)
-  try:
-    try:
-      result = subprocess.run(command + ["-o", partial], capture_output=True,
-                              text=True, check=False)
-    except OSError as e:
-      return "cannot run g++: %s" % e
-    if result.returncode:
-      return "g++ failed:\n" + "\n".join(
-          result.stderr.strip().splitlines()[-10:])
+  with tempfile.TemporaryDirectory(dir=directory) as scratch:
+    objects = []
+    for source in sources(kernels_dir)[0]:
+      if os.path.basename(source) in EXACT_SOURCES:
+        math = ["-ffp-contract=off"]
+      else:
+        # Lets the loops vectorize (the GELU's exp and division); the
+        # dropout's arithmetic is integer and a comparison, unaffected.
+        math = ["-ffast-math"]
+      objects.append(os.path.join(scratch, "%d.o" % len(objects)))
+      problem = _compile(["g++", "-w", "-c", "-fPIC", "-O3", "-fopenmp-simd"] +
+                         math + [source] + tf_flags + ["-o", objects[-1]])
+      if problem:
+        return problem
+    partial = os.path.join(scratch, "library.so")
+    problem = _compile(["g++", "-shared"] + objects +
+                       tf.sysconfig.get_link_flags() + ["-o", partial])
+    if problem:
+      return problem
     os.replace(partial, library)
-    return None
-  finally:
-    if os.path.exists(partial):
-      os.unlink(partial)
+  return None
+
+
+def _compile(command):
+  """Runs g++; None, or why it failed (its last lines)."""
+  try:
+    result = subprocess.run(command, capture_output=True, text=True,
+                            check=False)
+  except OSError as e:
+    return "cannot run g++: %s" % e
+  if result.returncode:
+    return "g++ failed:\n" + "\n".join(
+        result.stderr.strip().splitlines()[-10:])
+  return None
 
 
 # Called from layers' call(), which AutoGraph converts: not this (plain
@@ -85,7 +107,7 @@ def build(library=LIBRARY, kernels_dir=None):
 @tf.autograph.experimental.do_not_convert
 def ops():
   """The loaded kernels (fused_gelu, fused_bias_gelu, fused_dropout,
-  fused_add_layer_norm and their gradients), or
+  fused_add_layer_norm and their gradients, fused_adam_weight_decay), or
   None where the library is missing or stale (older than a source) or
   fails to load (warned about once)."""
   if not _loaded:
@@ -219,6 +241,34 @@ def add_layer_norm(x, residual, gamma, beta, epsilon):
 
   return fused(x, residual, tf.convert_to_tensor(gamma),
                tf.convert_to_tensor(beta))
+
+
+def adam_weight_decay(variable, m, v, grad, learning_rate, beta_1, beta_2,
+                      epsilon, weight_decay_rate):
+  """The original optimizer's update of one weight, in place, through the
+  fused kernel: m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+  w -= lr * (m / (sqrt(v) + eps) + weight_decay_rate * w), rounded as
+  runner_lib.core.optimization.AdamWeightDecay's float32 ops round it.
+
+  Args:
+    variable, m, v: float32 resource variables of one shape, on the CPU.
+    grad: float32 Tensor of that shape.
+    learning_rate: float32 scalar Tensor.
+    beta_1, beta_2, epsilon: floats.
+    weight_decay_rate: float, or None for no decay term.
+
+  Returns:
+    The update op (None when executing eagerly).
+  """
+  return ops().fused_adam_weight_decay(
+      variable.handle, m.handle, v.handle, grad,
+      tf.cast(learning_rate, tf.float32),
+      # The coefficients as the ops take them: Python's floats (1 - b
+      # computed in double) rounded to float32.
+      beta_1=beta_1, one_minus_beta_1=1.0 - beta_1, beta_2=beta_2,
+      one_minus_beta_2=1.0 - beta_2, epsilon=epsilon,
+      weight_decay_rate=weight_decay_rate or 0.0,
+      decay=weight_decay_rate is not None)
 
 
 def main():

@@ -122,9 +122,11 @@ def set_fused_kernels(enabled):
   """Makes the layers made afterwards use modeling/fused_kernels.py's CPU
   kernels, where they are built: each does in one pass over memory what
   TensorFlow's composite does in several. Dropout layers use the fused
-  dropout, bit-identical to the composite (any precision); Dense layers
-  whose matmuls are bfloat16 compute their GELU with the fused GELU
-  (rounding differs by ~1e-6: float32 layers keep the composite). For
+  dropout, bit-identical to the composite (any precision). Layers made
+  with bfloat16 matmuls also use the fused GELU (with the bias add where
+  a Dense layer's output feeds a matmul) and the fused residual add +
+  LayerNorm (rounding differs by ~1e-6: float32 layers keep the
+  composites). For
   training on CPUs only (runner_lib.core.precision.set_policy): never
   under XLA (which cannot compile a custom op) nor in an exported graph.
 
@@ -171,9 +173,11 @@ class Dense(keras.layers.Dense):
     self.fused_gelu = (fused_kernels_enabled() and self.activation is gelu and
                        self.matmul_dtype != tf.float32)
     self.bfloat16_output = self.fused_gelu and output_feeds_matmul
-    if self.matmul_dtype != self.compute_dtype:
+    if self.matmul_dtype not in (tf.float32, self.compute_dtype):
       # Inputs as they come, bfloat16 ones (from a bfloat16_output layer)
       # included: Keras would cast them to float32, a pass for nothing.
+      # (Under a Keras mixed policy, matmul_dtype float32, Keras' own
+      # autocasting stays.)
       self._autocast = False
 
   def call(self, inputs):

@@ -15,6 +15,7 @@ import tf_keras as keras
 from modeling import fused_kernels
 from modeling import layers
 from runner_lib.classifier import task as classifier_task
+from runner_lib.core import optimization
 from runner_lib.core import precision
 from runner_lib.core import training
 from tests.test_modeling import padded_pair_batch
@@ -253,8 +254,8 @@ def test_float32_training_with_them_is_bit_identical(kernels, reset_layers,
     ops = {node.op for node in graph.node} | {
         node.op for function in graph.library.function
         for node in function.node_def}
-    assert ("FusedDropout" in ops) == fused
-    assert not ops & {"FusedGelu", "FusedAddLayerNorm"}
+    assert ("FusedDropout" in ops) == ("FusedAdamWeightDecay" in ops) == fused
+    assert not ops & {"FusedGelu", "FusedBiasGelu", "FusedAddLayerNorm"}
     results.append((losses, [w.numpy() for w in trainer.model.weights]))
   (losses, weights), (fused_losses, fused_weights) = results
   assert losses == fused_losses
@@ -299,6 +300,37 @@ def test_bfloat16_training_with_them_follows_it_without(kernels, reset_layers,
     np.testing.assert_allclose(fused_after, after, rtol=1e-2, atol=1e-4)
 
 
+def test_adam_weight_decay_is_the_originals_update_bit_for_bit(kernels):
+  """Three updates of weights with and without decay (odd sizes, tiny and
+  huge gradients, a zero one), through the kernel and through
+  AdamWeightDecay's float32 ops: weights and slots bit-equal."""
+  del kernels
+  rng = np.random.RandomState(10)
+  shapes = {"bert/encoder/layer_0/output/dense/kernel": (37, 29),
+            "bert/encoder/layer_0/output/LayerNorm/gamma": (1031,)}
+  results = []
+  for fused_kernel in (False, True):
+    weights = {name: tf.Variable(np.random.RandomState(11).randn(*shape)
+                                 .astype(np.float32))
+               for name, shape in shapes.items()}
+    optimizer = optimization.AdamWeightDecay(weights,
+                                             fused_kernel=fused_kernel)
+    step = tf.function(optimizer.apply_gradients)
+    for i, scale in enumerate((1.0, 1e-8, 0.0, 1e4)):
+      grads = [tf.constant(rng.randn(*shape).astype(np.float32) * scale)
+               for shape in shapes.values()]
+      step(grads, tf.constant(1e-3 * (i + 1), tf.float32))
+    results.append([w.numpy() for w in weights.values()] +
+                   [s.numpy() for s in optimizer.slot_variables().values()])
+    ops = {op.type for op in step.get_concrete_function(
+        grads, tf.constant(1e-3)).graph.get_operations()}
+    assert ("FusedAdamWeightDecay" in ops) == fused_kernel
+    rng = np.random.RandomState(10)
+  for composite, fused in zip(*results):
+    np.testing.assert_array_equal(bits(fused), bits(composite))
+  assert len(results[0]) == 6
+
+
 def graph_op_types(layer, inputs):
   function = tf.function(lambda x: layer(x)).get_concrete_function(  # pylint: disable=unnecessary-lambda
       tf.TensorSpec(inputs.shape, tf.float32))
@@ -333,6 +365,28 @@ def test_only_bfloat16_layers_made_with_the_switch_use_it(kernels,
   assert "FusedAddLayerNorm" not in graph_op_types(norm, x)
   assert "FusedGelu" not in graph_op_types(
       dense(tf.bfloat16, True, layers.gelu_exact), x)
+
+
+def test_bfloat16_dense_layers_take_bfloat16_inputs_and_keras_policies_keep_autocasting(
+    kernels, reset_layers):
+  del kernels, reset_layers
+  x = tf.constant(np.random.RandomState(2).randn(6, 8), tf.float32)
+  layers.set_matmul_dtype(tf.bfloat16)
+  layers.set_fused_kernels(True)
+  intermediate = layers.Dense(16, activation=layers.gelu,
+                              output_feeds_matmul=True)
+  output = layers.Dense(8)
+  hidden = intermediate(x)
+  assert hidden.dtype == tf.bfloat16
+  assert output(hidden).dtype == tf.float32  # Taken as it came.
+  # Under a Keras mixed policy (GPUs, TPUs) Keras casts inputs as before.
+  layers.set_matmul_dtype(tf.float32)
+  keras.mixed_precision.set_global_policy("mixed_bfloat16")
+  try:
+    mixed = layers.Dense(4)
+    assert mixed(x).dtype == tf.bfloat16
+  finally:
+    keras.mixed_precision.set_global_policy("float32")
 
 
 def test_training_sets_it_and_xla_and_serving_do_not(reset_layers,

@@ -20,6 +20,8 @@ import re
 
 import tensorflow as tf
 
+from modeling import fused_kernels
+
 # Names (original checkpoint names) that get no weight decay.
 EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 
@@ -79,7 +81,7 @@ class AdamWeightDecay(tf.Module):
   def __init__(self, named_variables, weight_decay_rate=0.01, beta_1=0.9,
                beta_2=0.999, epsilon=1e-6,
                exclude_from_weight_decay=EXCLUDE_FROM_WEIGHT_DECAY,
-               fused=False):
+               fused=False, fused_kernel=False):
     """Creates the slots.
 
     Args:
@@ -92,9 +94,15 @@ class AdamWeightDecay(tf.Module):
       fused: bool, this class's update in one kernel per weight (_fused_step)
         instead of the original's op-by-op float32 arithmetic: the same
         formula, rounded otherwise. Subclasses ignore it.
+      fused_kernel: bool, the update in modeling/fused_kernels.py's CPU
+        kernel where it is built: the original's float32 arithmetic, bit
+        for bit, in one pass over each weight and its slots (training on
+        CPUs without XLA, layers.set_fused_kernels). Before `fused`.
+        Subclasses ignore it.
     """
     super().__init__(name=type(self).__name__)
     self.fused = fused
+    self.fused_kernel = fused_kernel
     self.names = list(named_variables)
     self.variables_by_name = dict(named_variables)
     self.weight_decay_rate = weight_decay_rate
@@ -169,6 +177,12 @@ class AdamWeightDecay(tf.Module):
   def _step(self, variable, grad, m, v, learning_rate, step, decay):
     del step  # no bias correction
     grad = tf.cast(grad, tf.float32)
+    if self.fused_kernel and fused_kernels.available():
+      update = fused_kernels.adam_weight_decay(
+          variable, m, v, grad, learning_rate, self.beta_1, self.beta_2,
+          self.epsilon, self.weight_decay_rate if decay else None)
+      with tf.control_dependencies([] if update is None else [update]):
+        return tf.constant(True)
     if self.fused:
       return self._fused_step(variable, grad, m, v, learning_rate, decay)
     # The original's float32 arithmetic, op for op (a fused kernel rounds

@@ -99,8 +99,9 @@ def set_policy(precision, jit_compile=False):
     jit_compile: bool, whether the step is compiled with XLA. Without it,
       training on a CPU uses the fused kernels where they are built
       (layers.set_fused_kernels; XLA cannot compile them): the dropout in
-      both precisions (bit-identical to the composite), the GELU with
-      bfloat16.
+      both precisions (bit-identical to the composite); with bfloat16 also
+      the feed-forward's bias add + GELU and the residual add +
+      LayerNorm.
   """
   layers.set_matmul_dtype(tf.float32)
   layers.set_fused_kernels(False)

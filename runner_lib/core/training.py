@@ -183,7 +183,7 @@ class Trainer(object):
       self.names = list(weights)
       self.trainable = [weights[n] for n in self.names]
       self.optimizer = optimization.OPTIMIZERS[optimizer](
-          weights, fused=fused_update)
+          weights, fused=fused_update, fused_kernel=fused and not jit_compile)
       self.global_step = tf.Variable(
           0, dtype=tf.int64, trainable=False, name="global_step",
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
