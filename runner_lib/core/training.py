@@ -152,7 +152,9 @@ class Trainer(object):
         LOSS_SCALE_PERIOD good steps it doubles.
       fused_update: bool, the optimizer's fused kernel where it has one
         (optimization.AdamWeightDecay's `fused`): faster, not the original's
-        float32 rounding, so for reduced-precision training only.
+        float32 rounding, so for reduced-precision training only. Where
+        the fused CPU kernels are switched on (layers.set_fused_kernels)
+        and XLA is not, AdamWeightDecay uses its own exact one instead.
     """
     self.strategy = strategy
     self.loss_fn = loss_fn
