@@ -228,36 +228,48 @@ def test_dropout_of_gathered_rows_drops_them_as_the_whole_tensor(kernels):
                           tokens.flat_rows())
 
 
-@pytest.mark.parametrize("skip_padding", [False, True])
-def test_float32_training_with_them_is_bit_identical(kernels, reset_layers,
-                                                     skip_padding):
-  """Three AdamW steps of a classifier with dropout 0.1, float32, with and
-  without the fused kernels: every weight and loss bit-equal (the fused
-  dropout is the only one float32 layers use)."""
-  del kernels, reset_layers
+def three_steps(fused, matmul_dtype, skip_padding):
+  """Three AdamW steps of a tiny classifier with dropout 0.1 built with the
+  fused kernels switched on or off (the same initial weights and dropout
+  seeds either way).
+
+  Returns:
+    (losses, weights before, weights after, the step's op types).
+  """
   config = tiny_config(hidden_dropout_prob=0.1,
                        attention_probs_dropout_prob=0.1)
   batch = padded_pair_batch(config)
   batch["label_ids"] = tf.constant([0, 1, 0])
-  results = []
-  for fused in (False, True):
-    task = classifier_task.ClassificationTask(config, 11, ["0", "1"])
-    layers.set_fused_kernels(fused)
-    # The same initial weights and dropout seeds both times.
-    keras.utils.set_random_seed(8)
-    trainer = training.Trainer(tf.distribute.get_strategy(),
-                               task.model_builder(skip_padding), task.loss,
-                               tempfile.mkdtemp(), 1e-2, 10, 1)
-    step = tf.function(lambda t=trainer: t.train_step(batch))
-    losses = [float(step()) for _ in range(3)]
-    graph = step.get_concrete_function().graph.as_graph_def()
-    ops = {node.op for node in graph.node} | {
-        node.op for function in graph.library.function
-        for node in function.node_def}
-    assert ("FusedDropout" in ops) == ("FusedAdamWeightDecay" in ops) == fused
-    assert not ops & {"FusedGelu", "FusedBiasGelu", "FusedAddLayerNorm"}
-    results.append((losses, [w.numpy() for w in trainer.model.weights]))
-  (losses, weights), (fused_losses, fused_weights) = results
+  task = classifier_task.ClassificationTask(config, 11, ["0", "1"])
+  layers.set_matmul_dtype(matmul_dtype)
+  layers.set_fused_kernels(fused)
+  keras.utils.set_random_seed(8)
+  trainer = training.Trainer(tf.distribute.get_strategy(),
+                             task.model_builder(skip_padding), task.loss,
+                             tempfile.mkdtemp(), 1e-2, 10, 1)
+  start = [w.numpy() for w in trainer.model.weights]
+  step = tf.function(lambda: trainer.train_step(batch))
+  losses = [float(step()) for _ in range(3)]
+  graph = step.get_concrete_function().graph.as_graph_def()
+  ops = {node.op for node in graph.node} | {
+      node.op for function in graph.library.function
+      for node in function.node_def}
+  return losses, start, [w.numpy() for w in trainer.model.weights], ops
+
+
+@pytest.mark.parametrize("skip_padding", [False, True])
+def test_float32_training_with_them_is_bit_identical(kernels, reset_layers,
+                                                     skip_padding):
+  """float32 training with and without the fused kernels (the dropout and
+  the optimizer's update are the ones float32 uses): every loss and
+  weight bit-equal."""
+  del kernels, reset_layers
+  losses, _, weights, ops = three_steps(False, tf.float32, skip_padding)
+  fused_losses, _, fused_weights, fused_ops = three_steps(True, tf.float32,
+                                                          skip_padding)
+  assert not ops & {"FusedDropout", "FusedAdamWeightDecay"}
+  assert {"FusedDropout", "FusedAdamWeightDecay"} <= fused_ops
+  assert not fused_ops & {"FusedGelu", "FusedBiasGelu", "FusedAddLayerNorm"}
   assert losses == fused_losses
   assert len(weights) == len(fused_weights) > 10
   for weight, fused_weight in zip(weights, fused_weights):
@@ -268,28 +280,15 @@ def test_float32_training_with_them_is_bit_identical(kernels, reset_layers,
 def test_bfloat16_training_with_them_follows_it_without(kernels, reset_layers,
                                                         skip_padding):
   """Three steps of bfloat16 training (fused GELU with the bias, residual +
-  LayerNorm and dropout) against the same steps through TensorFlow's
+  LayerNorm, dropout, update) against the same steps through TensorFlow's
   composites: the same losses and weights up to rounding, and every
   weight moved by the step (gradients reach the fused ops' variables)."""
   del kernels, reset_layers
-  config = tiny_config(hidden_dropout_prob=0.1,
-                       attention_probs_dropout_prob=0.1)
-  batch = padded_pair_batch(config)
-  batch["label_ids"] = tf.constant([0, 1, 0])
-  results = []
-  for fused in (False, True):
-    task = classifier_task.ClassificationTask(config, 11, ["0", "1"])
-    layers.set_matmul_dtype(tf.bfloat16)
-    layers.set_fused_kernels(fused)
-    keras.utils.set_random_seed(8)
-    trainer = training.Trainer(tf.distribute.get_strategy(),
-                               task.model_builder(skip_padding), task.loss,
-                               tempfile.mkdtemp(), 1e-2, 10, 1)
-    start = [w.numpy() for w in trainer.model.weights]
-    step = tf.function(lambda t=trainer: t.train_step(batch))
-    losses = [float(step()) for _ in range(3)]
-    results.append((losses, start, [w.numpy() for w in trainer.model.weights]))
-  (losses, start, weights), (fused_losses, fused_start, fused_weights) = results
+  losses, start, weights, _ = three_steps(False, tf.bfloat16, skip_padding)
+  fused_losses, fused_start, fused_weights, ops = three_steps(
+      True, tf.bfloat16, skip_padding)
+  assert {"FusedBiasGelu", "FusedAddLayerNorm", "FusedDropout",
+          "FusedAdamWeightDecay"} <= ops
   np.testing.assert_allclose(fused_losses, losses, rtol=1e-3)
   for before, after, fused_before, fused_after in zip(start, weights,
                                                       fused_start,
@@ -367,7 +366,7 @@ def test_only_bfloat16_layers_made_with_the_switch_use_it(kernels,
       dense(tf.bfloat16, True, layers.gelu_exact), x)
 
 
-def test_bfloat16_dense_layers_take_bfloat16_inputs_and_keras_policies_keep_autocasting(
+def test_dense_takes_bfloat16_inputs_and_keras_policies_still_autocast(
     kernels, reset_layers):
   del kernels, reset_layers
   x = tf.constant(np.random.RandomState(2).randn(6, 8), tf.float32)

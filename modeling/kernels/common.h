@@ -31,6 +31,23 @@ void Shard(tensorflow::OpKernelContext* context, int64_t n, int64_t cost,
       n, cost, body);
 }
 
+// x's rows and width (its last axis), checked against vector, a float
+// [width] (gamma, bias) called name.
+inline tensorflow::Status RowsAndWidth(const tensorflow::Tensor& x,
+                                       const tensorflow::Tensor& vector,
+                                       const char* name, int64_t* rows,
+                                       int64_t* width) {
+  if (x.dims() < 1 || vector.dims() != 1 ||
+      vector.dim_size(0) != x.dim_size(x.dims() - 1)) {
+    return tensorflow::errors::InvalidArgument(
+        name, " must be [width], width the last axis of x: x is ",
+        x.shape().DebugString(), ", ", name, " ", vector.shape().DebugString());
+  }
+  *width = x.dim_size(x.dims() - 1);
+  *rows = *width == 0 ? 0 : x.NumElements() / *width;
+  return tensorflow::OkStatus();
+}
+
 // Blocks of rows whose column sums are kept apart, then added: each
 // block runs on one thread.
 constexpr int64_t kMaxBlocks = 64;

@@ -31,6 +31,7 @@ using tensorflow::OpKernelContext;
 using tensorflow::Tensor;
 using bert_kernels::Bfloat16ToFloat;
 using bert_kernels::FloatToBfloat16;
+using bert_kernels::RowsAndWidth;
 using bert_kernels::RowsWithColumnSums;
 using bert_kernels::Shard;
 
@@ -134,20 +135,6 @@ class FusedGeluGradOp : public OpKernel {
   }
 };
 
-// x: bfloat16 [..., W], bias: float [W]; its rows and width, checked.
-tensorflow::Status RowsAndWidth(const Tensor& x, const Tensor& bias,
-                                int64_t* rows, int64_t* width) {
-  if (x.dims() < 1 || bias.dims() != 1 ||
-      bias.dim_size(0) != x.dim_size(x.dims() - 1)) {
-    return tensorflow::errors::InvalidArgument(
-        "bias must be [width], width the last axis of x: x is ",
-        x.shape().DebugString(), ", bias ", bias.shape().DebugString());
-  }
-  *width = x.dim_size(x.dims() - 1);
-  *rows = *width == 0 ? 0 : x.NumElements() / *width;
-  return tensorflow::OkStatus();
-}
-
 const uint16_t* Bits(const Tensor& tensor) {
   return reinterpret_cast<const uint16_t*>(
       tensor.flat<tensorflow::bfloat16>().data());
@@ -167,7 +154,7 @@ class FusedBiasGeluOp : public OpKernel {
     const Tensor& x = context->input(0);
     const Tensor& bias = context->input(1);
     int64_t rows = 0, width = 0;
-    OP_REQUIRES_OK(context, RowsAndWidth(x, bias, &rows, &width));
+    OP_REQUIRES_OK(context, RowsAndWidth(x, bias, "bias", &rows, &width));
     Tensor* y = nullptr;
     OP_REQUIRES_OK(context, context->allocate_output(0, x.shape(), &y));
     const uint16_t* in = Bits(x);
@@ -191,7 +178,7 @@ class FusedBiasGeluGradOp : public OpKernel {
     const Tensor& x = context->input(1);
     const Tensor& bias = context->input(2);
     int64_t rows = 0, width = 0;
-    OP_REQUIRES_OK(context, RowsAndWidth(x, bias, &rows, &width));
+    OP_REQUIRES_OK(context, RowsAndWidth(x, bias, "bias", &rows, &width));
     OP_REQUIRES(context, dy.shape() == x.shape(),
                 tensorflow::errors::InvalidArgument(
                     "dy and x differ in shape: ", dy.shape().DebugString(),

@@ -29,6 +29,7 @@ using tensorflow::OpKernelConstruction;
 using tensorflow::OpKernelContext;
 using tensorflow::Tensor;
 using tensorflow::TensorShape;
+using bert_kernels::RowsAndWidth;
 using bert_kernels::RowsWithColumnSums;
 using bert_kernels::Shard;
 
@@ -102,20 +103,6 @@ tensorflow::Status Residual(const Tensor& x, const Tensor& residual,
   return tensorflow::OkStatus();
 }
 
-// The rows and width of x, checked against gamma [width].
-tensorflow::Status RowsAndWidth(const Tensor& x, const Tensor& gamma,
-                                int64_t* rows, int64_t* width) {
-  if (x.dims() < 1 || gamma.dims() != 1 ||
-      gamma.dim_size(0) != x.dim_size(x.dims() - 1)) {
-    return tensorflow::errors::InvalidArgument(
-        "gamma must be [width], width the last axis of x: x is ",
-        x.shape().DebugString(), ", gamma ", gamma.shape().DebugString());
-  }
-  *width = x.dim_size(x.dims() - 1);
-  *rows = *width == 0 ? 0 : x.NumElements() / *width;
-  return tensorflow::OkStatus();
-}
-
 class FusedAddLayerNormOp : public OpKernel {
  public:
   explicit FusedAddLayerNormOp(OpKernelConstruction* context)
@@ -128,7 +115,7 @@ class FusedAddLayerNormOp : public OpKernel {
     const Tensor& gamma = context->input(2);
     const Tensor& beta = context->input(3);
     int64_t rows = 0, width = 0;
-    OP_REQUIRES_OK(context, RowsAndWidth(x, gamma, &rows, &width));
+    OP_REQUIRES_OK(context, RowsAndWidth(x, gamma, "gamma", &rows, &width));
     OP_REQUIRES(context, beta.shape() == gamma.shape(),
                 tensorflow::errors::InvalidArgument("beta must be [width]"));
     const float* residual = nullptr;
@@ -173,7 +160,7 @@ class FusedAddLayerNormGradOp : public OpKernel {
     const Tensor& mean = context->input(4);
     const Tensor& rstd = context->input(5);
     int64_t rows = 0, width = 0;
-    OP_REQUIRES_OK(context, RowsAndWidth(x, gamma, &rows, &width));
+    OP_REQUIRES_OK(context, RowsAndWidth(x, gamma, "gamma", &rows, &width));
     OP_REQUIRES(context, dy.shape() == x.shape() &&
                     mean.NumElements() == rows && rstd.NumElements() == rows,
                 tensorflow::errors::InvalidArgument(
