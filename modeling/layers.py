@@ -272,7 +272,7 @@ class Dropout(keras.layers.Layer):
     self.rate = rate
     self.seed = seed
     # The fused kernel draws the same masks in one pass (set_fused_kernels).
-    self.fused = fused_kernels_enabled()
+    self.fused_kernel = fused_kernels_enabled()
 
   def build(self, input_shape):
     if self.rate:
@@ -306,11 +306,11 @@ class Dropout(keras.layers.Layer):
     # draws the mask.
     if seed is None:
       seed = self.draw_seed()
-    if (self.fused and inputs.dtype == tf.float32 and
+    if (self.fused_kernel and inputs.dtype == tf.float32 and
         fused_kernels.available()):
       return fused_kernels.dropout(
           inputs, self.rate, seed,
-          None if real_tokens is None else real_tokens.flat_rows())
+          None if real_tokens is None else real_tokens.flat_rows)
     if real_tokens is None:
       return tf.nn.experimental.stateless_dropout(inputs, self.rate, seed)
     # Rows gathered from [B, T, H]: the mask is drawn in that layout and
@@ -435,11 +435,10 @@ class RealTokens:
     """Args: input_mask: int or bool [B, T], nonzero at real tokens."""
     self.positions = tf.where(tf.cast(input_mask, tf.bool))  # [N, 2] int64
     self.batch_shape = tf.shape(input_mask, out_type=tf.int64)  # [B, T]
-
-  def flat_rows(self):
-    """int64 [N]: b * T + t of each real position (b, t), its row in the
-    [B * T, H] layout."""
-    return self.positions[:, 0] * self.batch_shape[1] + self.positions[:, 1]
+    # int64 [N]: b * T + t of each real position (b, t), its row in the
+    # [B * T, H] layout (the fused dropout's indices; once for every layer).
+    self.flat_rows = (self.positions[:, 0] * self.batch_shape[1] +
+                      self.positions[:, 1])
 
   def gather(self, x):
     """[B, T, H] -> [N, H], the real positions' rows."""

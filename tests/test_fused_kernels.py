@@ -213,19 +213,19 @@ def test_dropout_of_gathered_rows_drops_them_as_the_whole_tensor(kernels):
   want = tf.nn.experimental.stateless_dropout(full, 0.1, seed).numpy()[real]
   tokens = layers.RealTokens(tf.constant(real))
   got = fused_kernels.dropout(tf.constant(full[real]), 0.1, seed,
-                              tokens.flat_rows())
+                              tokens.flat_rows)
   np.testing.assert_array_equal(bits(got), bits(want))
   # The layer's composite path for gathered rows draws the same masks.
   layer = layers.Dropout(0.1, 0)
   layer.build(None)
-  layer.fused = False
+  layer.fused_kernel = False
   np.testing.assert_array_equal(
       bits(layer(tf.constant(full[real]), training=True, real_tokens=tokens,
                  seed=seed)), bits(want))
   with pytest.raises(tf.errors.InvalidArgumentError,
                      match=r"with rows, x must be \[len\(rows\), width\]"):
     fused_kernels.dropout(tf.constant(full[real][:-1]), 0.1, seed,
-                          tokens.flat_rows())
+                          tokens.flat_rows)
 
 
 def three_steps(fused, matmul_dtype, skip_padding):

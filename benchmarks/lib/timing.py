@@ -53,9 +53,3 @@ def matmul_run(dtype, size=2048, count=8):
 
   return (lambda: float(matmuls())), 2.0 * count * size ** 3
 
-
-def matmul_flops(dtype, size=2048, repeats=20):
-  """FLOP/s of a size x size matmul in dtype: the practical peak of the
-  machine's matrix units for that type, median of repeats runs."""
-  run, flops = matmul_run(dtype, size)
-  return flops / alternated_medians({"matmul": run}, repeats)["matmul"]

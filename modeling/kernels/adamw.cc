@@ -40,27 +40,15 @@ struct Coefficients {
 
 CPU_CLONES void Update(float* w, float* m, float* v, const float* g,
                        int64_t n, float lr, Coefficients c) {
-  if (c.decay) {
 #pragma omp simd
-    for (int64_t i = 0; i < n; ++i) {
-      const float mi = c.beta_1 * m[i] + c.one_minus_beta_1 * g[i];
-      const float vi = c.beta_2 * v[i] + c.one_minus_beta_2 * (g[i] * g[i]);
-      const float update =
-          mi / (std::sqrt(vi) + c.epsilon) + c.weight_decay_rate * w[i];
-      m[i] = mi;
-      v[i] = vi;
-      w[i] = w[i] - lr * update;
-    }
-  } else {
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) {
-      const float mi = c.beta_1 * m[i] + c.one_minus_beta_1 * g[i];
-      const float vi = c.beta_2 * v[i] + c.one_minus_beta_2 * (g[i] * g[i]);
-      const float update = mi / (std::sqrt(vi) + c.epsilon);
-      m[i] = mi;
-      v[i] = vi;
-      w[i] = w[i] - lr * update;
-    }
+  for (int64_t i = 0; i < n; ++i) {
+    const float mi = c.beta_1 * m[i] + c.one_minus_beta_1 * g[i];
+    const float vi = c.beta_2 * v[i] + c.one_minus_beta_2 * (g[i] * g[i]);
+    float update = mi / (std::sqrt(vi) + c.epsilon);
+    if (c.decay) update = update + c.weight_decay_rate * w[i];
+    m[i] = mi;
+    v[i] = vi;
+    w[i] = w[i] - lr * update;
   }
 }
 
