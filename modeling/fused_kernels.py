@@ -138,21 +138,28 @@ def available():
   return ops() is not None
 
 
-@tf.custom_gradient
-def gelu(x):
-  """The original's GELU (modeling.layers.gelu) through the fused kernel.
+def gelu(x, exact=False):
+  """The original's GELU (modeling.layers.gelu), or with exact the erf form
+  (modeling.layers.gelu_exact), through the fused kernel.
 
   Args:
     x: float32 Tensor of any shape, on the CPU.
+    exact: bool, the erf form instead of the tanh form.
 
   Returns:
     float32 Tensor like x; its gradient is the fused gradient kernel's.
   """
-  kernels = ops()
-  return kernels.fused_gelu(x), lambda dy: kernels.fused_gelu_grad(dy, x)
+
+  @tf.custom_gradient
+  def fused(x):
+    kernels = ops()
+    return kernels.fused_gelu(x, exact=exact), (
+        lambda dy: kernels.fused_gelu_grad(dy, x, exact=exact))
+
+  return fused(tf.convert_to_tensor(x))
 
 
-def bias_gelu(x, bias):
+def bias_gelu(x, bias, exact=False):
   """gelu(x + bias) between two bfloat16 matmuls, through the fused kernel
   (gradient included): the bias add and the GELU in float32, the result
   rounded to bfloat16 as tf.cast rounds.
@@ -160,6 +167,7 @@ def bias_gelu(x, bias):
   Args:
     x: bfloat16 Tensor [..., W], on the CPU: a matmul's products.
     bias: float32 [W] Tensor or variable.
+    exact: bool, the erf form of the GELU (as gelu's).
 
   Returns:
     bfloat16 Tensor like x. Its gradient: x's in bfloat16 (rounded from
@@ -171,9 +179,10 @@ def bias_gelu(x, bias):
     kernels = ops()
 
     def grad(dy):
-      return kernels.fused_bias_gelu_grad(tf.cast(dy, tf.bfloat16), x, bias)
+      return kernels.fused_bias_gelu_grad(tf.cast(dy, tf.bfloat16), x, bias,
+                                          exact=exact)
 
-    return kernels.fused_bias_gelu(x, bias), grad
+    return kernels.fused_bias_gelu(x, bias, exact=exact), grad
 
   return fused(x, tf.convert_to_tensor(bias))
 

@@ -170,7 +170,8 @@ class Dense(keras.layers.Dense):
     """
     super().__init__(*args, **kwargs)
     self.matmul_dtype = matmul_dtype()
-    self.fused_gelu = (fused_kernels_enabled() and self.activation is gelu and
+    self.fused_gelu = (fused_kernels_enabled() and
+                       self.activation in (gelu, gelu_exact) and
                        self.matmul_dtype != tf.float32)
     self.bfloat16_output = self.fused_gelu and output_feeds_matmul
     if self.matmul_dtype not in (tf.float32, self.compute_dtype):
@@ -188,11 +189,13 @@ class Dense(keras.layers.Dense):
     product = tf.matmul(tf.cast(flat, self.matmul_dtype),
                         tf.cast(self.kernel, self.matmul_dtype))
     if self.bfloat16_output and fused_kernels.available():
-      outputs = fused_kernels.bias_gelu(product, self.bias)
+      outputs = fused_kernels.bias_gelu(
+          product, self.bias, exact=self.activation is gelu_exact)
     else:
       outputs = tf.nn.bias_add(tf.cast(product, tf.float32), self.bias)
       if self.fused_gelu and fused_kernels.available():
-        outputs = fused_kernels.gelu(outputs)
+        outputs = fused_kernels.gelu(
+            outputs, exact=self.activation is gelu_exact)
       elif self.activation is not None:
         outputs = self.activation(outputs)
     outputs = tf.reshape(outputs, tf.concat(

@@ -4,6 +4,7 @@ dropout bit for bit against tf.nn.experimental.stateless_dropout and
 float32 training without it), where they are used and where not, and what
 happens without them."""
 
+import math
 import os
 import tempfile
 
@@ -42,25 +43,30 @@ def reset_layers():
   layers.set_fused_kernels(False)
 
 
-def gelu_float64(x):
-  """The original's formula and its derivative, in float64 NumPy."""
+def gelu_float64(x, exact=False):
+  """The original's formula (or with exact the erf form, x * Phi(x)) and
+  its derivative, in float64 NumPy."""
+  if exact:
+    phi = 0.5 * (1.0 + np.vectorize(math.erf)(x / np.sqrt(2.0)))
+    return x * phi, phi + x * np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi)
   c = np.sqrt(2.0 / np.pi)
   t = np.tanh(c * (x + 0.044715 * x ** 3))
   return 0.5 * x * (1.0 + t), 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (
       1.0 + 3.0 * 0.044715 * x * x)
 
 
-def test_values_and_gradient_are_the_originals_gelu(kernels):
+@pytest.mark.parametrize("exact", [False, True], ids=["tanh", "erf"])
+def test_values_and_gradient_are_the_gelus(kernels, exact):
   del kernels
   x = np.concatenate([np.linspace(-30.0, 30.0, 60001),
                       np.random.RandomState(0).randn(10000) * 3.0])
   upstream = np.random.RandomState(1).randn(x.size)
-  want, slope = gelu_float64(x)
+  want, slope = gelu_float64(x, exact)
   tensor = tf.constant(x, tf.float32)
   with tf.GradientTape(persistent=True) as tape:
     tape.watch(tensor)
-    fused = fused_kernels.gelu(tensor)
-    composite = layers.gelu(tensor)
+    fused = fused_kernels.gelu(tensor, exact)
+    composite = (layers.gelu_exact if exact else layers.gelu)(tensor)
   got_grad = tape.gradient(fused, tensor, upstream.astype(np.float32))
   composite_grad = tape.gradient(composite, tensor,
                                  upstream.astype(np.float32))
@@ -74,13 +80,14 @@ def test_values_and_gradient_are_the_originals_gelu(kernels):
   np.testing.assert_allclose(got_grad.numpy(), composite_grad.numpy(),
                              rtol=1e-4, atol=2e-5)
   # Shapes of any rank, and the tails are exact: 0 and x.
-  assert fused_kernels.gelu(tf.zeros([2, 3, 4])).shape == [2, 3, 4]
+  assert fused_kernels.gelu(tf.zeros([2, 3, 4]), exact).shape == [2, 3, 4]
   np.testing.assert_array_equal(
-      fused_kernels.gelu(tf.constant([-30.0, 0.0, 30.0])).numpy(),
+      fused_kernels.gelu(tf.constant([-30.0, 0.0, 30.0]), exact).numpy(),
       [0.0, 0.0, 30.0])
 
 
-def test_bias_gelu_between_bfloat16_matmuls(kernels):
+@pytest.mark.parametrize("exact", [False, True], ids=["tanh", "erf"])
+def test_bias_gelu_between_bfloat16_matmuls(kernels, exact):
   """gelu(x + bias) of bfloat16 products x, rounded to bfloat16; the
   gradient's dx rounded likewise and dbias summed in float32."""
   del kernels
@@ -91,11 +98,11 @@ def test_bias_gelu_between_bfloat16_matmuls(kernels):
   bias = tf.constant(rng.randn(width), tf.float32)
   dy = tf.cast(tf.constant(rng.randn(rows, width), tf.float32), tf.bfloat16)
   v = tf.cast(x, tf.float64).numpy() + bias.numpy().astype(np.float64)
-  value, slope = gelu_float64(v)
+  value, slope = gelu_float64(v, exact)
   g = tf.cast(dy, tf.float64).numpy() * slope
   with tf.GradientTape() as tape:
     tape.watch([x, bias])
-    y = fused_kernels.bias_gelu(x, bias)
+    y = fused_kernels.bias_gelu(x, bias, exact)
   dx, dbias = tape.gradient(y, [x, bias], dy)
   assert y.dtype == dx.dtype == tf.bfloat16 and dbias.dtype == tf.float32
   # Rounded to bfloat16 from float32 values within 2e-6 (values) and
@@ -118,7 +125,7 @@ def test_bias_gelu_between_bfloat16_matmuls(kernels):
   ties = tf.constant(np.float32(2.0 ** -9) * rng.randint(-3, 4, 8),
                      tf.float32)
   np.testing.assert_array_equal(
-      tf.bitcast(fused_kernels.bias_gelu(big, ties), tf.uint16).numpy(),
+      tf.bitcast(fused_kernels.bias_gelu(big, ties, exact), tf.uint16).numpy(),
       tf.bitcast(tf.cast(tf.cast(big, tf.float32) + ties, tf.bfloat16),
                  tf.uint16).numpy())
 
@@ -363,7 +370,16 @@ def test_only_bfloat16_layers_made_with_the_switch_use_it(kernels,
   norm.build([None, 8])
   assert "FusedAddLayerNorm" not in graph_op_types(norm, x)
   assert "FusedGelu" not in graph_op_types(
-      dense(tf.bfloat16, True, layers.gelu_exact), x)
+      dense(tf.bfloat16, True, tf.nn.relu), x)
+  # The erf form through the kernel's exact attribute, its own function.
+  exact = dense(tf.bfloat16, True, layers.gelu_exact)
+  assert "FusedGelu" in graph_op_types(exact, x)
+  exact_plain = dense(tf.bfloat16, False, layers.gelu_exact)
+  for made in (exact, exact_plain):
+    made.set_weights(used.get_weights())
+  wide = 4.0 * x  # Products near |2.7|, where the two forms differ most.
+  np.testing.assert_allclose(exact(wide), exact_plain(wide), atol=2e-5)
+  assert np.abs(exact(wide) - used(wide)).max() > 1e-4
 
 
 def test_dense_takes_bfloat16_inputs_and_keras_policies_still_autocast(

@@ -12,6 +12,7 @@ writes y forward, reads x and dy and writes dx backward: about 2.5).
 Pieces (rows = batch x sequence: 1024 for the pre-training step at batch
 8, 4096 for the fine-tuning step at batch 32; BERT-Base widths):
   gelu         [rows, 3072]: the feed-forward activation.
+  gelu_exact   [rows, 3072]: its erf form (converted HuggingFace models).
   bias_gelu    [rows, 3072]: between the feed-forward's two bfloat16
                matmuls: the products cast to float32, the bias added, the
                GELU, the cast back to bfloat16 for the next matmul.
@@ -131,6 +132,11 @@ def pieces(rows, fused):
   if fused:
     gelu["fused kernel, one pass each way"] = forward_backward(
         fused_kernels.gelu, wide)
+  # The erf form (gelu_exact: all-MiniLM-L6-v2's, HuggingFace's "gelu").
+  gelu_exact = {"composite (ours)": forward_backward(layers.gelu_exact, wide)}
+  if fused:
+    gelu_exact["fused kernel, one pass each way"] = forward_backward(
+        lambda x: fused_kernels.gelu(x, exact=True), wide)
 
   products = tf.cast(wide, tf.bfloat16)
   bias = tf.Variable(rng.randn(INTERMEDIATE).astype(np.float32))
@@ -180,6 +186,7 @@ def pieces(rows, fused):
   cast = {"float32 -> bfloat16 -> float32": forward_only(
       lambda x: tf.cast(tf.cast(x, tf.bfloat16), tf.float32), wide)}
   return {"gelu": (gelu, one_pass[INTERMEDIATE]),
+          "gelu_exact": (gelu_exact, one_pass[INTERMEDIATE]),
           "bias_gelu": (bias_gelu, one_pass[INTERMEDIATE]),
           "layer_norm": (layer_norm, one_pass[HIDDEN]),
           "dropout": (dropout, one_pass[INTERMEDIATE]),

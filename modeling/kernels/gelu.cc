@@ -1,7 +1,9 @@
 // The original's GELU (tanh form) for CPUs, forward and gradient each in
 // one pass over memory, where TensorFlow's composite of it takes about a
 // dozen elementwise ops, each a pass of its own (3x to 3.9x faster at
-// BERT-Base's feed-forward width: benchmarks/profiling/elementwise.py):
+// BERT-Base's feed-forward width: benchmarks/profiling/elementwise.py);
+// with the attribute exact, the erf form (modeling.layers.gelu_exact, the
+// GELU of HuggingFace's models such as all-MiniLM-L6-v2) likewise:
 // - FusedGelu: float32 in and out.
 // - FusedBiasGelu: the feed-forward layer's bias add and GELU between its
 //   two bfloat16 matmuls: the first's bfloat16 products in, the second's
@@ -13,8 +15,9 @@
 // float32 keeps the original's composite, op for op.
 //
 // tanh(u) is computed as 1 - 2 / (1 + exp(2u)), and as +-1 where float32's
-// tanh is (|u| >= 9.02): values within 2e-6 and gradients within 2e-5 of
-// the formula in float64 (tests/test_fused_kernels.py).
+// tanh is (|u| >= 9.02); erf is libmvec's (glibc's vector math, which
+// -ffast-math lets the loops call). Values within 2e-6 and gradients
+// within 2e-5 of the formulas in float64 (tests/test_fused_kernels.py).
 
 #include <cmath>
 
@@ -47,49 +50,66 @@ inline float Tanh(float u) {
   return std::fabs(u) >= 9.02f ? std::copysign(1.f, u) : t;
 }
 
+constexpr float kSqrtHalf = 0.7071067811865476f;
+constexpr float kOneOverSqrt2Pi = 0.3989422804014327f;
+
+// The tanh form (kExact false) or the erf form, x * Phi(x).
+template <bool kExact>
 inline float Gelu(float v) {
+  if (kExact) return 0.5f * v * (1.f + std::erf(kSqrtHalf * v));
   const float t = Tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
   return 0.5f * v * (1.f + t);
 }
 
-// d Gelu(v) / dv.
+// d Gelu(v) / dv; for the erf form Phi(v) + v * phi(v).
+template <bool kExact>
 inline float GeluSlope(float v) {
+  if (kExact) {
+    return 0.5f * (1.f + std::erf(kSqrtHalf * v)) +
+           v * kOneOverSqrt2Pi * std::exp(-0.5f * v * v);
+  }
   const float t = Tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
   return 0.5f * (1.f + t) + 0.5f * v * (1.f - t * t) * kSqrt2OverPi *
                                 (1.f + 3.f * kCubic * v * v);
 }
 
+template <bool kExact>
 CPU_CLONES void GeluForward(const float* in, float* out, int64_t begin,
                             int64_t end) {
 #pragma omp simd
-  for (int64_t i = begin; i < end; ++i) out[i] = Gelu(in[i]);
+  for (int64_t i = begin; i < end; ++i) out[i] = Gelu<kExact>(in[i]);
 }
 
+template <bool kExact>
 CPU_CLONES void GeluBackward(const float* upstream, const float* in,
                              float* out, int64_t begin, int64_t end) {
 #pragma omp simd
-  for (int64_t i = begin; i < end; ++i) out[i] = upstream[i] * GeluSlope(in[i]);
+  for (int64_t i = begin; i < end; ++i) {
+    out[i] = upstream[i] * GeluSlope<kExact>(in[i]);
+  }
 }
 
 // One row of bfloat16 matmul products x: gelu(x + bias), rounded to
 // bfloat16 (the next matmul's operand).
+template <bool kExact>
 CPU_CLONES void BiasGeluRow(const uint16_t* in, const float* bias,
                             uint16_t* out, int64_t width) {
 #pragma omp simd
   for (int64_t i = 0; i < width; ++i) {
-    out[i] = FloatToBfloat16(Gelu(Bfloat16ToFloat(in[i]) + bias[i]));
+    out[i] = FloatToBfloat16(Gelu<kExact>(Bfloat16ToFloat(in[i]) + bias[i]));
   }
 }
 
 // One row's gradient: g = dy * gelu'(x + bias) in float32, added to dbias
 // and rounded to bfloat16 into dx (the matmul's gradient operand).
+template <bool kExact>
 CPU_CLONES void BiasGeluGradRow(const uint16_t* upstream, const uint16_t* in,
                                 const float* bias, uint16_t* out,
                                 float* dbias, int64_t width) {
 #pragma omp simd
   for (int64_t i = 0; i < width; ++i) {
     const float g = Bfloat16ToFloat(upstream[i]) *
-                    GeluSlope(Bfloat16ToFloat(in[i]) + bias[i]);
+                    GeluSlope<kExact>(Bfloat16ToFloat(in[i]) + bias[i]);
     dbias[i] += g;
     out[i] = FloatToBfloat16(g);
   }
@@ -97,7 +117,9 @@ CPU_CLONES void BiasGeluGradRow(const uint16_t* upstream, const uint16_t* in,
 
 class FusedGeluOp : public OpKernel {
  public:
-  explicit FusedGeluOp(OpKernelConstruction* context) : OpKernel(context) {}
+  explicit FusedGeluOp(OpKernelConstruction* context) : OpKernel(context) {
+    OP_REQUIRES_OK(context, context->GetAttr("exact", &exact_));
+  }
 
   void Compute(OpKernelContext* context) override {
     const Tensor& x = context->input(0);
@@ -105,16 +127,26 @@ class FusedGeluOp : public OpKernel {
     OP_REQUIRES_OK(context, context->allocate_output(0, x.shape(), &y));
     const float* in = x.flat<float>().data();
     float* out = y->flat<float>().data();
-    Shard(context, x.NumElements(), 20, [in, out](int64_t begin, int64_t end) {
-      GeluForward(in, out, begin, end);
-    });
+    const bool exact = exact_;
+    Shard(context, x.NumElements(), exact ? 30 : 20,
+          [=](int64_t begin, int64_t end) {
+            if (exact) {
+              GeluForward<true>(in, out, begin, end);
+            } else {
+              GeluForward<false>(in, out, begin, end);
+            }
+          });
   }
+
+ private:
+  bool exact_;
 };
 
 class FusedGeluGradOp : public OpKernel {
  public:
-  explicit FusedGeluGradOp(OpKernelConstruction* context)
-      : OpKernel(context) {}
+  explicit FusedGeluGradOp(OpKernelConstruction* context) : OpKernel(context) {
+    OP_REQUIRES_OK(context, context->GetAttr("exact", &exact_));
+  }
 
   void Compute(OpKernelContext* context) override {
     const Tensor& dy = context->input(0);
@@ -128,11 +160,18 @@ class FusedGeluGradOp : public OpKernel {
     const float* upstream = dy.flat<float>().data();
     const float* in = x.flat<float>().data();
     float* out = dx->flat<float>().data();
-    Shard(context, x.NumElements(), 30,
-          [upstream, in, out](int64_t begin, int64_t end) {
-            GeluBackward(upstream, in, out, begin, end);
-          });
+    const bool exact = exact_;
+    Shard(context, x.NumElements(), 30, [=](int64_t begin, int64_t end) {
+      if (exact) {
+        GeluBackward<true>(upstream, in, out, begin, end);
+      } else {
+        GeluBackward<false>(upstream, in, out, begin, end);
+      }
+    });
   }
+
+ private:
+  bool exact_;
 };
 
 const uint16_t* Bits(const Tensor& tensor) {
@@ -147,8 +186,9 @@ uint16_t* Bits(Tensor* tensor) {
 
 class FusedBiasGeluOp : public OpKernel {
  public:
-  explicit FusedBiasGeluOp(OpKernelConstruction* context)
-      : OpKernel(context) {}
+  explicit FusedBiasGeluOp(OpKernelConstruction* context) : OpKernel(context) {
+    OP_REQUIRES_OK(context, context->GetAttr("exact", &exact_));
+  }
 
   void Compute(OpKernelContext* context) override {
     const Tensor& x = context->input(0);
@@ -160,18 +200,28 @@ class FusedBiasGeluOp : public OpKernel {
     const uint16_t* in = Bits(x);
     const float* bias_data = bias.flat<float>().data();
     uint16_t* out = Bits(y);
+    const bool exact = exact_;
     Shard(context, rows, 25 * width, [=](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        BiasGeluRow(in + r * width, bias_data, out + r * width, width);
+        if (exact) {
+          BiasGeluRow<true>(in + r * width, bias_data, out + r * width, width);
+        } else {
+          BiasGeluRow<false>(in + r * width, bias_data, out + r * width,
+                             width);
+        }
       }
     });
   }
+
+ private:
+  bool exact_;
 };
 
 class FusedBiasGeluGradOp : public OpKernel {
  public:
-  explicit FusedBiasGeluGradOp(OpKernelConstruction* context)
-      : OpKernel(context) {}
+  explicit FusedBiasGeluGradOp(OpKernelConstruction* context) : OpKernel(context) {
+    OP_REQUIRES_OK(context, context->GetAttr("exact", &exact_));
+  }
 
   void Compute(OpKernelContext* context) override {
     const Tensor& dy = context->input(0);
@@ -190,24 +240,36 @@ class FusedBiasGeluGradOp : public OpKernel {
     const uint16_t* in = Bits(x);
     const float* bias_data = bias.flat<float>().data();
     uint16_t* out = Bits(dx);
+    const bool exact = exact_;
     RowsWithColumnSums(
         context, rows, width, 1, 35 * width,
         [=](int64_t r, float* partial, float*) {
-          BiasGeluGradRow(upstream + r * width, in + r * width, bias_data,
-                          out + r * width, partial, width);
+          if (exact) {
+            BiasGeluGradRow<true>(upstream + r * width, in + r * width,
+                                  bias_data, out + r * width, partial, width);
+          } else {
+            BiasGeluGradRow<false>(upstream + r * width, in + r * width,
+                                   bias_data, out + r * width, partial,
+                                   width);
+          }
         },
         dbias->flat<float>().data());
   }
+
+ private:
+  bool exact_;
 };
 
 }  // namespace
 
 REGISTER_OP("FusedBiasGelu")
+    .Attr("exact: bool = false")
     .Input("x: bfloat16")
     .Input("bias: float")
     .Output("y: bfloat16")
     .SetShapeFn(tensorflow::shape_inference::UnchangedShape);
 REGISTER_OP("FusedBiasGeluGrad")
+    .Attr("exact: bool = false")
     .Input("dy: bfloat16")
     .Input("x: bfloat16")
     .Input("bias: float")
@@ -224,10 +286,12 @@ REGISTER_KERNEL_BUILDER(
     Name("FusedBiasGeluGrad").Device(tensorflow::DEVICE_CPU),
     FusedBiasGeluGradOp);
 REGISTER_OP("FusedGelu")
+    .Attr("exact: bool = false")
     .Input("x: float")
     .Output("y: float")
     .SetShapeFn(tensorflow::shape_inference::UnchangedShape);
 REGISTER_OP("FusedGeluGrad")
+    .Attr("exact: bool = false")
     .Input("dy: float")
     .Input("x: float")
     .Output("dx: float")
