@@ -14,6 +14,14 @@ line is JSON: {"linex_index": i, "features": [{"token": ..., "layers":
 decimals, for every token of [CLS] A [SEP] (B [SEP]).
 """
 
+import os
+
+if __name__ == "__main__":
+  # TensorFlow would import Keras 3 as it starts (~1.2 s); Keras here is
+  # tf_keras, so tf.keras may be too (docs/contributing.md, Keras).
+  os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+# pylint: disable=g-import-not-at-top
+
 from absl import flags
 from absl import logging
 import tensorflow as tf

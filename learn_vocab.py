@@ -9,6 +9,14 @@ prints the vocab_size to put in bert_config.json:
     --vocab_size=30522 --do_lower_case=True --num_unused=99
 """
 
+import os
+
+if __name__ == "__main__":
+  # TensorFlow would import Keras 3 as it starts (~1.2 s); Keras here is
+  # tf_keras, so tf.keras may be too (docs/contributing.md, Keras).
+  os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+# pylint: disable=g-import-not-at-top
+
 from absl import flags
 from absl import logging
 

@@ -15,6 +15,12 @@ Tasks: cola, mnli (mnli-mm for the mismatched dev set), mrpc, sst-2, sts-b
 
 import os
 
+if __name__ == "__main__":
+  # TensorFlow would import Keras 3 as it starts (~1.2 s); Keras here is
+  # tf_keras, so tf.keras may be too (docs/contributing.md, Keras).
+  os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+# pylint: disable=g-import-not-at-top
+
 from absl import flags
 
 from runner_lib.classifier import data

@@ -18,6 +18,12 @@ freezes BERT and trains a 2-layer BiLSTM on its layers (--feature_layers,
 
 import os
 
+if __name__ == "__main__":
+  # TensorFlow would import Keras 3 as it starts (~1.2 s); Keras here is
+  # tf_keras, so tf.keras may be too (docs/contributing.md, Keras).
+  os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+# pylint: disable=g-import-not-at-top
+
 from absl import flags
 from absl import logging
 import numpy as np

@@ -2,10 +2,13 @@
 
 Each does in one pass over memory what TensorFlow's composite of it does
 in several (one pass per op):
-- modeling/kernels/gelu.cc: the original's GELU (tanh form), forward and
-  gradient, in float32 or with the bias add between two bfloat16
-  matmuls. Rounds differently from the composite (~1e-6): bfloat16
-  training only.
+- modeling/kernels/gelu.cc: the original's GELU (tanh form; or the erf
+  form of gelu_exact), forward and gradient, in float32 or with the bias
+  add between two bfloat16 matmuls. Rounds differently from the
+  composite (~1e-6): bfloat16 training only.
+- modeling/kernels/attention_softmax.cc: the attention's scale, mask,
+  softmax and dropout (stateless_dropout's masks) between its two
+  bfloat16 matmuls, forward and gradient: bfloat16 training only.
 - modeling/kernels/layer_norm.cc: residual add and LayerNorm, forward
   and gradient. Rounds differently from Keras' (~1e-7): bfloat16
   training only.
@@ -109,7 +112,8 @@ def _compile(command):
 @tf.autograph.experimental.do_not_convert
 def ops():
   """The loaded kernels (fused_gelu, fused_bias_gelu, fused_dropout,
-  fused_add_layer_norm and their gradients, fused_adam_weight_decay), or
+  fused_attention_softmax, fused_add_layer_norm and their gradients,
+  fused_adam_weight_decay), or
   None where the library is missing or stale (older than a source) or
   fails to load (warned about once)."""
   if not _loaded:
@@ -217,6 +221,51 @@ def dropout(x, rate, seed, rows=None):
             lambda dy: kernels.fused_dropout(dy, key, counter, rows, **attrs))
 
   return fused(x)
+
+
+def attention_softmax(scores, attention_mask, scale, rate=0.0, seed=None):
+  """The attention probabilities from the bfloat16 scores, through the
+  fused kernel (gradient included): softmax(scores * scale + (1 - mask) *
+  -10000), dropped as tf.nn.experimental.stateless_dropout(probs, rate,
+  seed) drops them, rounded to bfloat16 (the context matmul's operand).
+
+  Args:
+    scores: bfloat16 Tensor [B, N, F, T], on the CPU: Q K^T.
+    attention_mask: float Tensor [B, F or 1, T]; 1 where attending is
+      allowed.
+    scale: float, 1 / sqrt(size per head).
+    rate: float in [0, 1), the share dropped.
+    seed: int64 [2], the dropout's op seed, or None to drop nothing.
+
+  Returns:
+    bfloat16 Tensor [B, N, F, T]. Its gradient: the scores' in bfloat16
+    (rounded from float32); the mask has none.
+  """
+  if seed is None:
+    rate = 0.0
+    key, counter = tf.zeros([1], tf.uint64), tf.zeros([2], tf.uint64)
+  else:
+    key, counter = tf.raw_ops.StatelessRandomGetKeyCounter(seed=seed)
+  mask = tf.cast(attention_mask, tf.float32)
+  # As the composite: the scale and dropout's 1 / (1 - rate) are Python
+  # floats (computed in double) rounded to float32.
+  attrs = dict(scale=float(scale), rate=float(rate),
+               keep_scale=float(1.0 / (1.0 - rate)))
+
+  @tf.custom_gradient
+  def fused(scores):
+    kernels = ops()
+    probs, dropped = kernels.fused_attention_softmax(scores, mask, key,
+                                                     counter, **attrs)
+
+    def grad(dy):
+      return kernels.fused_attention_softmax_grad(
+          tf.cast(dy, tf.bfloat16), probs, scale=attrs["scale"],
+          keep_scale=attrs["keep_scale"])
+
+    return dropped, grad
+
+  return fused(scores)
 
 
 def add_layer_norm(x, residual, gamma, beta, epsilon):

@@ -480,6 +480,16 @@ class SelfAttention(keras.layers.Layer):
             name=name) for name in ("query", "key", "value")]
     self.dropout = Dropout(attention_probs_dropout_prob, dropout_seed)
     self.matmul_dtype = matmul_dtype()
+    # Between the two bfloat16 matmuls, scale, mask, softmax and dropout in
+    # one kernel, bfloat16 in and out (fused_kernels.attention_softmax).
+    self.fused_softmax = (fused_kernels_enabled() and
+                          self.matmul_dtype == tf.bfloat16)
+
+  def build(self, input_shape):
+    # The fused softmax draws the dropout's seeds without calling it.
+    if not self.dropout.built:
+      self.dropout.build(None)
+    super().build(input_shape)
 
   def _split_heads(self, x, batch_size, seq_length):
     x = tf.reshape(x, [batch_size, seq_length, self.num_attention_heads,
@@ -513,14 +523,27 @@ class SelfAttention(keras.layers.Layer):
     seq_length = tf.shape(query)[1]
     query, key, value = [self._split_heads(x, batch_size, seq_length)
                          for x in (query, key, value)]
-    # [B, N, F, T]. Scaled after the product, in the original's order.
-    scores = matmul(query, key, self.matmul_dtype, transpose_b=True)
-    scores *= 1.0 / math.sqrt(float(self.size_per_head))
-    adder = (1.0 - tf.cast(attention_mask, scores.dtype)) * MASK_ADDER
-    scores += adder[:, tf.newaxis, :, :]  # [B, 1, F or 1, T]
-    probs = tf.nn.softmax(scores)
-    probs = self.dropout(probs, training=training, seed=dropout_seed)
-    context = matmul(probs, value, self.matmul_dtype)  # [B, N, F, D]
+    scale = 1.0 / math.sqrt(float(self.size_per_head))
+    if self.fused_softmax and fused_kernels.available():
+      dtype = self.matmul_dtype
+      scores = tf.matmul(tf.cast(query, dtype), tf.cast(key, dtype),
+                         transpose_b=True)  # [B, N, F, T], bfloat16
+      if training and self.dropout.rate and dropout_seed is None:
+        dropout_seed = self.dropout.draw_seed()
+      probs = fused_kernels.attention_softmax(
+          scores, attention_mask, scale, self.dropout.rate,
+          dropout_seed if training else None)
+      context = tf.cast(tf.matmul(probs, tf.cast(value, dtype)),
+                        query.dtype)  # [B, N, F, D]
+    else:
+      # [B, N, F, T]. Scaled after the product, in the original's order.
+      scores = matmul(query, key, self.matmul_dtype, transpose_b=True)
+      scores *= scale
+      adder = (1.0 - tf.cast(attention_mask, scores.dtype)) * MASK_ADDER
+      scores += adder[:, tf.newaxis, :, :]  # [B, 1, F or 1, T]
+      probs = tf.nn.softmax(scores)
+      probs = self.dropout(probs, training=training, seed=dropout_seed)
+      context = matmul(probs, value, self.matmul_dtype)  # [B, N, F, D]
     context = tf.transpose(context, [0, 2, 1, 3])  # [B, F, N, D]
     context = tf.reshape(context, [
         batch_size, seq_length, self.num_attention_heads * self.size_per_head])

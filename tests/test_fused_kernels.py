@@ -235,6 +235,67 @@ def test_dropout_of_gathered_rows_drops_them_as_the_whole_tensor(kernels):
                           tokens.flat_rows)
 
 
+def softmax_float64(scores, mask, scale, rate, seed, dy):
+  """The attention probabilities after dropout, and d(scores) for the
+  upstream dy, in float64 NumPy from bfloat16 scores [B, N, F, T] and a
+  mask [B, 1 or F, T]; the keep mask from stateless_uniform, as
+  stateless_dropout draws it."""
+  s = (scores * np.float32(scale) + (1.0 - mask[:, None]) * -10000.0)
+  e = np.exp(s - s.max(-1, keepdims=True))
+  p = e / e.sum(-1, keepdims=True)
+  keep = np.ones(p.shape, bool)
+  if rate:
+    keep = tf.random.stateless_uniform(p.shape, seed).numpy() >= np.float32(
+        rate)
+  kept = np.float32(1.0 / (1.0 - rate)) * keep
+  dp = dy * kept
+  ds = p * (dp - (dp * p).sum(-1, keepdims=True)) * np.float32(scale)
+  return p * kept, ds
+
+
+@pytest.mark.parametrize("mask_rows", [1, 7])
+@pytest.mark.parametrize("rate", [0.0, 0.1])
+def test_attention_softmax_against_float64(kernels, mask_rows, rate):
+  """Scale, mask, softmax and stateless_dropout's masks from bfloat16
+  scores to bfloat16 probabilities, and the gradient back, against the
+  formulas in float64 (T = 7: rows not a multiple of Philox's 4)."""
+  del kernels
+  rng = np.random.RandomState(12)
+  shape = (2, 3, 7, 7)
+  scores = tf.cast(tf.constant(rng.randn(*shape) * 8.0, tf.float32),
+                   tf.bfloat16)
+  mask = (rng.rand(2, mask_rows, 7) > 0.3).astype(np.float32)
+  mask[:, :, 0] = 1.0
+  dy = tf.cast(tf.constant(rng.randn(*shape), tf.float32), tf.bfloat16)
+  seed = tf.constant([3, 2 ** 40 + 9], tf.int64)
+  scale = 1.0 / math.sqrt(64.0)
+  want, want_grad = softmax_float64(
+      tf.cast(scores, tf.float64).numpy(), mask, scale, rate, seed,
+      tf.cast(dy, tf.float64).numpy())
+  with tf.GradientTape() as tape:
+    tape.watch(scores)
+    got = fused_kernels.attention_softmax(scores, tf.constant(mask), scale,
+                                          rate, seed if rate else None)
+  grad = tape.gradient(got, scores, dy)
+  assert got.dtype == grad.dtype == tf.bfloat16
+  for value, truth in ((got, want), (grad, want_grad)):
+    value = tf.cast(value, tf.float64).numpy()
+    # Rounded to bfloat16 once (8 bits): within half a bfloat16 step of
+    # the truth, plus float32's error; zeros exactly where dropped.
+    tolerance = 2.0 ** -8 * np.abs(truth) + 1e-6 * np.abs(truth).max()
+    assert np.all(np.abs(value - truth) <= tolerance)
+  np.testing.assert_array_equal(got.numpy() == 0, want == 0)
+  if rate:
+    assert 0 < np.count_nonzero(want == 0) < want.size / 2
+  # Masked positions get nothing.
+  assert np.all(tf.cast(got, tf.float32).numpy()[
+      np.broadcast_to(mask[:, None] == 0, shape)] == 0)
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match=r"mask must be \[batch, 1 or from, to\]"):
+    fused_kernels.attention_softmax(scores, tf.constant(mask[:, :, :6]),
+                                    scale)
+
+
 def three_steps(fused, matmul_dtype, skip_padding):
   """Three AdamW steps of a tiny classifier with dropout 0.1 built with the
   fused kernels switched on or off (the same initial weights and dropout
@@ -276,7 +337,8 @@ def test_float32_training_with_them_is_bit_identical(kernels, reset_layers,
                                                           skip_padding)
   assert not ops & {"FusedDropout", "FusedAdamWeightDecay"}
   assert {"FusedDropout", "FusedAdamWeightDecay"} <= fused_ops
-  assert not fused_ops & {"FusedGelu", "FusedBiasGelu", "FusedAddLayerNorm"}
+  assert not fused_ops & {"FusedGelu", "FusedBiasGelu", "FusedAddLayerNorm",
+                          "FusedAttentionSoftmax"}
   assert losses == fused_losses
   assert len(weights) == len(fused_weights) > 10
   for weight, fused_weight in zip(weights, fused_weights):
@@ -295,6 +357,7 @@ def test_bfloat16_training_with_them_follows_it_without(kernels, reset_layers,
   fused_losses, fused_start, fused_weights, ops = three_steps(
       True, tf.bfloat16, skip_padding)
   assert {"FusedBiasGelu", "FusedAddLayerNorm", "FusedDropout",
+          "FusedAttentionSoftmax", "FusedAttentionSoftmaxGrad",
           "FusedAdamWeightDecay"} <= ops
   np.testing.assert_allclose(fused_losses, losses, rtol=1e-3)
   for before, after, fused_before, fused_after in zip(start, weights,

@@ -1,8 +1,11 @@
 """The import direction the layout promises: runners -> task packages ->
-core -> modeling / tokenization. Read from the source, not run."""
+core -> modeling / tokenization, read from the source; and that the
+scripts keep TensorFlow from importing Keras 3."""
 
 import ast
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -107,3 +110,50 @@ def test_no_module_uses_keras_3():
           for path in project_modules() for lines in [keras_3_uses(path)]
           if lines}
   assert not uses, uses
+
+
+ROOT_SCRIPTS = sorted(name for name in os.listdir(REPO_ROOT)
+                      if name.endswith(".py"))
+
+
+def sets_legacy_keras_first(path):
+  """Whether the script's first statement after its docstring and standard
+  library imports is `if __name__ == "__main__":` setting
+  TF_USE_LEGACY_KERAS (before anything can import TensorFlow)."""
+  with open(path) as f:
+    body = ast.parse(f.read(), path).body[1:]
+  while body and isinstance(body[0], ast.Import) and all(
+      alias.name in ("os", "random", "time") for alias in body[0].names):
+    body = body[1:]
+  if not body or not isinstance(body[0], ast.If):
+    return False
+  test = ast.unparse(body[0].test).replace("'", '"')
+  return (test == '__name__ == "__main__"' and
+          "TF_USE_LEGACY_KERAS" in ast.unparse(body[0]))
+
+
+def test_scripts_keep_tensorflow_from_importing_keras_3():
+  # Every script (docs/contributing.md, Keras), read from the source; one
+  # run as a script, and imported as a module.
+  assert len(ROOT_SCRIPTS) == 10
+  assert not [name for name in ROOT_SCRIPTS if not sets_legacy_keras_first(
+      os.path.join(REPO_ROOT, name))]
+  environment = {k: v for k, v in os.environ.items()
+                 if k != "TF_USE_LEGACY_KERAS"}
+  probe = ("import runpy, sys\n"
+           "script, run_name = sys.argv[1:]\n"
+           "sys.argv = [script, '--helpshort']\n"
+           "try:\n"
+           "  runpy.run_path(script, run_name=run_name)\n"
+           "except SystemExit:\n"
+           "  pass\n"
+           "import os\n"
+           "print('keras' in sys.modules, 'tf_keras' in sys.modules,\n"
+           "      os.environ.get('TF_USE_LEGACY_KERAS'))\n")
+  for run_name, want in (("__main__", "False True 1"),
+                         ("run_classifier", "True True None")):
+    completed = subprocess.run(
+        [sys.executable, "-c", probe, "run_classifier.py", run_name],
+        cwd=REPO_ROOT, env=environment, capture_output=True, text=True,
+        check=True)
+    assert completed.stdout.split("\n")[-2] == want, completed.stdout

@@ -18,6 +18,10 @@ Pieces (rows = batch x sequence: 1024 for the pre-training step at batch
                GELU, the cast back to bfloat16 for the next matmul.
   layer_norm   [rows, 768]: residual add, then LayerNorm (epsilon 1e-12).
   dropout      [rows, 3072]: rate 0.1, a mask drawn each call.
+  attention_softmax  [rows / 128, 12, 128, 128]: from the bfloat16 scores
+               to the bfloat16 probabilities (scale, mask, softmax,
+               dropout), between the attention's two matmuls; passes
+               counted on the float32 scores.
   cast         [rows, 3072]: float32 -> bfloat16 -> float32 (the bfloat16
                matmuls' operand and product casts).
 
@@ -183,6 +187,32 @@ def pieces(rows, fused):
     dropout["fused kernel, the same masks"] = forward_backward(
         lambda x: fused_kernels.dropout(x, RATE, seed), wide)
 
+  # The attention probabilities between the two bfloat16 matmuls, at
+  # sequence 128 and BERT-Base's 12 heads: [rows / 128, 12, 128, 128].
+  heads, length = 12, 128
+  scores = tf.cast(tf.constant(rng.randn(
+      rows // length, heads, length, length).astype(np.float32) * 4.0),
+                   tf.bfloat16)
+  mask = tf.constant((rng.rand(rows // length, 1, length) > 0.2).astype(
+      np.float32))
+  scale = 1.0 / np.sqrt(64.0)
+
+  def composite_softmax(x):
+    s = tf.cast(x, tf.float32) * scale
+    s += ((1.0 - mask) * layers.MASK_ADDER)[:, tf.newaxis]
+    probs = tf.nn.experimental.stateless_dropout(tf.nn.softmax(s), RATE,
+                                                 seed)
+    return tf.cast(probs, tf.bfloat16)
+
+  softmax = {"cast, scale, mask, softmax, dropout, cast (ours before)":
+                 forward_backward(composite_softmax, scores)}
+  if fused:
+    softmax["fused kernel, bfloat16 in and out"] = forward_backward(
+        lambda x: fused_kernels.attention_softmax(x, mask, scale, RATE, seed),
+        scores)
+  one_pass["scores"] = forward_only(lambda x: x * 2.0,
+                                    tf.cast(scores, tf.float32))
+
   cast = {"float32 -> bfloat16 -> float32": forward_only(
       lambda x: tf.cast(tf.cast(x, tf.bfloat16), tf.float32), wide)}
   return {"gelu": (gelu, one_pass[INTERMEDIATE]),
@@ -190,6 +220,7 @@ def pieces(rows, fused):
           "bias_gelu": (bias_gelu, one_pass[INTERMEDIATE]),
           "layer_norm": (layer_norm, one_pass[HIDDEN]),
           "dropout": (dropout, one_pass[INTERMEDIATE]),
+          "attention_softmax": (softmax, one_pass["scores"]),
           "cast": (cast, one_pass[INTERMEDIATE])}
 
 

@@ -1,0 +1,258 @@
+// The attention probabilities on the bfloat16 CPU path in one pass each
+// way: from the bfloat16 scores Q K^T to the bfloat16 operand of the
+// context matmul,
+//   probs = softmax(scores * scale + (1 - mask) * -10000)
+//   dropped = bfloat16(stateless_dropout(probs, rate, seed)),
+// where the composite (modeling.layers.SelfAttention) casts the scores to
+// float32, scales them, adds the mask, takes the softmax, draws the
+// dropout's uniforms, drops and casts back: seven passes over the
+// [B, N, F, T] tensor, the largest of a layer at short sequences. The
+// gradient likewise: dropout's, the softmax's and the scale's in one pass,
+// bfloat16 out for the score matmul's gradients.
+// - FusedAttentionSoftmax: scores bfloat16 [B, N, F, T], mask float32
+//   [B, M, T] (M is 1 or F; 1 where attending is allowed), the dropout's
+//   Philox key and counter (StatelessRandomGetKeyCounter of its seed) ->
+//   probs float32, kept for the gradient: the softmax, negated where
+//   dropped (its sign is the mask, so the gradient draws nothing again);
+//   dropped bfloat16.
+// - FusedAttentionSoftmaxGrad: d(dropped) bfloat16, probs -> d(scores)
+//   bfloat16.
+// The masks are stateless_dropout's on the [B, N, F, T] probabilities
+// (philox.h), as the composite draws them; rate 0 drops nothing. Built by
+// modeling/fused_kernels.py; used by the bfloat16 training path on CPUs
+// only (float32 keeps the original's ops).
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "tensorflow/core/framework/common_shape_fns.h"
+#include "tensorflow/core/framework/op.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "common.h"
+#include "philox.h"
+
+namespace {
+
+using tensorflow::OpKernel;
+using tensorflow::OpKernelConstruction;
+using tensorflow::OpKernelContext;
+using tensorflow::Tensor;
+using bert_kernels::Bfloat16ToFloat;
+using bert_kernels::FloatToBfloat16;
+using bert_kernels::Philox;
+using bert_kernels::ReadPhilox;
+using bert_kernels::Shard;
+using bert_kernels::UniformsAt;
+
+// modeling.layers.MASK_ADDER.
+constexpr float kMaskAdder = -10000.0f;
+
+// One row of T scores: probs = the softmax of the scaled, masked scores;
+// dropped = probs dropped (uniform < rate: 0, else * keep_scale) and
+// rounded to bfloat16. uniform is null where nothing is dropped.
+CPU_CLONES void SoftmaxRow(const uint16_t* scores, const float* mask,
+                           const float* uniform, float scale, float rate,
+                           float keep_scale, int64_t width, float* probs,
+                           uint16_t* dropped) {
+  float max = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : max)
+  for (int64_t i = 0; i < width; ++i) {
+    const float s =
+        Bfloat16ToFloat(scores[i]) * scale + (1.0f - mask[i]) * kMaskAdder;
+    probs[i] = s;
+    max = s > max ? s : max;
+  }
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < width; ++i) {
+    const float e = std::exp(probs[i] - max);
+    probs[i] = e;
+    sum += e;
+  }
+  const float inverse = 1.0f / sum;
+  if (uniform == nullptr) {
+#pragma omp simd
+    for (int64_t i = 0; i < width; ++i) {
+      const float p = probs[i] * inverse;
+      probs[i] = p;
+      dropped[i] = FloatToBfloat16(p);
+    }
+    return;
+  }
+#pragma omp simd
+  for (int64_t i = 0; i < width; ++i) {
+    const float p = probs[i] * inverse;
+    const bool keep = uniform[i] >= rate;
+    probs[i] = keep ? p : -p;
+    dropped[i] = FloatToBfloat16(keep ? p * keep_scale : 0.0f);
+  }
+}
+
+// One row's gradient from the forward pass's signed probs (negative where
+// dropped): dp = dropout's gradient of upstream (0 where dropped, else
+// upstream * keep_scale); d(scores) = p * (dp - sum(dp * p)) * scale,
+// rounded to bfloat16. (Where p is 0 the mask does not matter: both terms
+// vanish.)
+CPU_CLONES void SoftmaxGradRow(const uint16_t* upstream, const float* probs,
+                               float scale, float keep_scale, int64_t width,
+                               uint16_t* out) {
+  float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+  for (int64_t i = 0; i < width; ++i) {
+    const float dp = probs[i] < 0.0f
+                         ? 0.0f
+                         : Bfloat16ToFloat(upstream[i]) * keep_scale;
+    dot += dp * std::fabs(probs[i]);
+  }
+#pragma omp simd
+  for (int64_t i = 0; i < width; ++i) {
+    const float dp = probs[i] < 0.0f
+                         ? 0.0f
+                         : Bfloat16ToFloat(upstream[i]) * keep_scale;
+    out[i] = FloatToBfloat16(std::fabs(probs[i]) * (dp - dot) * scale);
+  }
+}
+
+const uint16_t* Bits(const Tensor& tensor) {
+  return reinterpret_cast<const uint16_t*>(
+      tensor.flat<tensorflow::bfloat16>().data());
+}
+
+uint16_t* Bits(Tensor* tensor) {
+  return reinterpret_cast<uint16_t*>(
+      tensor->flat<tensorflow::bfloat16>().data());
+}
+
+class FusedAttentionSoftmaxOp : public OpKernel {
+ public:
+  explicit FusedAttentionSoftmaxOp(OpKernelConstruction* context)
+      : OpKernel(context) {
+    OP_REQUIRES_OK(context, context->GetAttr("scale", &scale_));
+    OP_REQUIRES_OK(context, context->GetAttr("rate", &rate_));
+    OP_REQUIRES_OK(context, context->GetAttr("keep_scale", &keep_scale_));
+  }
+
+  void Compute(OpKernelContext* context) override {
+    const Tensor& scores = context->input(0);
+    const Tensor& mask = context->input(1);
+    // mask [B, M, T], M 1 (every from-position alike) or F.
+    OP_REQUIRES(
+        context,
+        scores.dims() == 4 && mask.dims() == 3 &&
+            mask.dim_size(0) == scores.dim_size(0) &&
+            (mask.dim_size(1) == 1 || mask.dim_size(1) == scores.dim_size(2)) &&
+            mask.dim_size(2) == scores.dim_size(3),
+        tensorflow::errors::InvalidArgument(
+            "mask must be [batch, 1 or from, to] for scores [batch, heads, "
+            "from, to]: mask is ",
+            mask.shape().DebugString(), ", scores ",
+            scores.shape().DebugString()));
+    Philox philox;
+    OP_REQUIRES_OK(context,
+                   ReadPhilox(context->input(2), context->input(3), &philox));
+    Tensor *probs = nullptr, *dropped = nullptr;
+    OP_REQUIRES_OK(context,
+                   context->allocate_output(0, scores.shape(), &probs));
+    OP_REQUIRES_OK(context,
+                   context->allocate_output(1, scores.shape(), &dropped));
+    const uint16_t* in = Bits(scores);
+    const float* mask_data = mask.flat<float>().data();
+    float* probs_data = probs->flat<float>().data();
+    uint16_t* out = Bits(dropped);
+    const int64_t heads = scores.dim_size(1), from = scores.dim_size(2);
+    const int64_t width = scores.dim_size(3), mask_rows = mask.dim_size(1);
+    const float scale = scale_, rate = rate_, keep_scale = keep_scale_;
+    const bool drop = rate > 0.0f;
+    Shard(context, width ? scores.NumElements() / width : 0, 40 * width,
+          [=, &philox](int64_t begin, int64_t end) {
+            std::vector<float> scratch(drop ? width + 8 : 0);
+            for (int64_t r = begin; r < end; ++r) {
+              const int64_t batch = r / (heads * from);
+              const int64_t mask_row =
+                  batch * mask_rows + (mask_rows == 1 ? 0 : r % from);
+              // Element r * width + i of [B, N, F, T], as stateless_dropout
+              // numbers the probabilities it draws for.
+              const float* uniform =
+                  drop ? UniformsAt(philox, r * width, width, scratch.data())
+                       : nullptr;
+              SoftmaxRow(in + r * width, mask_data + mask_row * width,
+                         uniform, scale, rate, keep_scale, width,
+                         probs_data + r * width, out + r * width);
+            }
+          });
+  }
+
+ private:
+  float scale_;
+  float rate_;
+  float keep_scale_;
+};
+
+class FusedAttentionSoftmaxGradOp : public OpKernel {
+ public:
+  explicit FusedAttentionSoftmaxGradOp(OpKernelConstruction* context)
+      : OpKernel(context) {
+    OP_REQUIRES_OK(context, context->GetAttr("scale", &scale_));
+    OP_REQUIRES_OK(context, context->GetAttr("keep_scale", &keep_scale_));
+  }
+
+  void Compute(OpKernelContext* context) override {
+    const Tensor& dy = context->input(0);
+    const Tensor& probs = context->input(1);
+    OP_REQUIRES(context, dy.shape() == probs.shape() && dy.dims() == 4,
+                tensorflow::errors::InvalidArgument(
+                    "dy and probs must be [batch, heads, from, to] alike: ",
+                    dy.shape().DebugString(), " and ",
+                    probs.shape().DebugString()));
+    Tensor* dx = nullptr;
+    OP_REQUIRES_OK(context, context->allocate_output(0, dy.shape(), &dx));
+    const uint16_t* upstream = Bits(dy);
+    const float* probs_data = probs.flat<float>().data();
+    uint16_t* out = Bits(dx);
+    const int64_t width = dy.dim_size(3);
+    const float scale = scale_, keep_scale = keep_scale_;
+    Shard(context, width ? dy.NumElements() / width : 0, 20 * width,
+          [=](int64_t begin, int64_t end) {
+            for (int64_t r = begin; r < end; ++r) {
+              SoftmaxGradRow(upstream + r * width, probs_data + r * width,
+                             scale, keep_scale, width, out + r * width);
+            }
+          });
+  }
+
+ private:
+  float scale_;
+  float keep_scale_;
+};
+
+}  // namespace
+
+REGISTER_OP("FusedAttentionSoftmax")
+    .Input("scores: bfloat16")
+    .Input("mask: float")
+    .Input("key: uint64")
+    .Input("counter: uint64")
+    .Attr("scale: float")
+    .Attr("rate: float")
+    .Attr("keep_scale: float")
+    .Output("probs: float")
+    .Output("dropped: bfloat16")
+    .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
+      c->set_output(0, c->input(0));
+      c->set_output(1, c->input(0));
+      return tensorflow::OkStatus();
+    });
+REGISTER_OP("FusedAttentionSoftmaxGrad")
+    .Input("dy: bfloat16")
+    .Input("probs: float")
+    .Attr("scale: float")
+    .Attr("keep_scale: float")
+    .Output("dx: bfloat16")
+    .SetShapeFn(tensorflow::shape_inference::UnchangedShape);
+REGISTER_KERNEL_BUILDER(
+    Name("FusedAttentionSoftmax").Device(tensorflow::DEVICE_CPU),
+    FusedAttentionSoftmaxOp);
+REGISTER_KERNEL_BUILDER(
+    Name("FusedAttentionSoftmaxGrad").Device(tensorflow::DEVICE_CPU),
+    FusedAttentionSoftmaxGradOp);
