@@ -38,6 +38,7 @@ using tensorflow::OpKernel;
 using tensorflow::OpKernelConstruction;
 using tensorflow::OpKernelContext;
 using tensorflow::Tensor;
+using bert_kernels::Bfloat16Bits;
 using bert_kernels::Bfloat16ToFloat;
 using bert_kernels::FloatToBfloat16;
 using bert_kernels::Philox;
@@ -114,16 +115,6 @@ CPU_CLONES void SoftmaxGradRow(const uint16_t* upstream, const float* probs,
   }
 }
 
-const uint16_t* Bits(const Tensor& tensor) {
-  return reinterpret_cast<const uint16_t*>(
-      tensor.flat<tensorflow::bfloat16>().data());
-}
-
-uint16_t* Bits(Tensor* tensor) {
-  return reinterpret_cast<uint16_t*>(
-      tensor->flat<tensorflow::bfloat16>().data());
-}
-
 class FusedAttentionSoftmaxOp : public OpKernel {
  public:
   explicit FusedAttentionSoftmaxOp(OpKernelConstruction* context)
@@ -156,10 +147,10 @@ class FusedAttentionSoftmaxOp : public OpKernel {
                    context->allocate_output(0, scores.shape(), &probs));
     OP_REQUIRES_OK(context,
                    context->allocate_output(1, scores.shape(), &dropped));
-    const uint16_t* in = Bits(scores);
+    const uint16_t* in = Bfloat16Bits(scores);
     const float* mask_data = mask.flat<float>().data();
     float* probs_data = probs->flat<float>().data();
-    uint16_t* out = Bits(dropped);
+    uint16_t* out = Bfloat16Bits(dropped);
     const int64_t heads = scores.dim_size(1), from = scores.dim_size(2);
     const int64_t width = scores.dim_size(3), mask_rows = mask.dim_size(1);
     const float scale = scale_, rate = rate_, keep_scale = keep_scale_;
@@ -207,9 +198,9 @@ class FusedAttentionSoftmaxGradOp : public OpKernel {
                     probs.shape().DebugString()));
     Tensor* dx = nullptr;
     OP_REQUIRES_OK(context, context->allocate_output(0, dy.shape(), &dx));
-    const uint16_t* upstream = Bits(dy);
+    const uint16_t* upstream = Bfloat16Bits(dy);
     const float* probs_data = probs.flat<float>().data();
-    uint16_t* out = Bits(dx);
+    uint16_t* out = Bfloat16Bits(dx);
     const int64_t width = dy.dim_size(3);
     const float scale = scale_, keep_scale = keep_scale_;
     Shard(context, width ? dy.NumElements() / width : 0, 20 * width,

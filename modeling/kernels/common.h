@@ -99,6 +99,17 @@ inline uint16_t FloatToBfloat16(float value) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
+// A bfloat16 tensor's data as its 16-bit patterns.
+inline const uint16_t* Bfloat16Bits(const tensorflow::Tensor& tensor) {
+  return reinterpret_cast<const uint16_t*>(
+      tensor.flat<tensorflow::bfloat16>().data());
+}
+
+inline uint16_t* Bfloat16Bits(tensorflow::Tensor* tensor) {
+  return reinterpret_cast<uint16_t*>(
+      tensor->flat<tensorflow::bfloat16>().data());
+}
+
 }  // namespace bert_kernels
 
 #endif  // BERT_MODELING_KERNELS_COMMON_H_

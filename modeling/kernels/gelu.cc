@@ -32,6 +32,7 @@ using tensorflow::OpKernel;
 using tensorflow::OpKernelConstruction;
 using tensorflow::OpKernelContext;
 using tensorflow::Tensor;
+using bert_kernels::Bfloat16Bits;
 using bert_kernels::Bfloat16ToFloat;
 using bert_kernels::FloatToBfloat16;
 using bert_kernels::RowsAndWidth;
@@ -174,16 +175,6 @@ class FusedGeluGradOp : public OpKernel {
   bool exact_;
 };
 
-const uint16_t* Bits(const Tensor& tensor) {
-  return reinterpret_cast<const uint16_t*>(
-      tensor.flat<tensorflow::bfloat16>().data());
-}
-
-uint16_t* Bits(Tensor* tensor) {
-  return reinterpret_cast<uint16_t*>(
-      tensor->flat<tensorflow::bfloat16>().data());
-}
-
 class FusedBiasGeluOp : public OpKernel {
  public:
   explicit FusedBiasGeluOp(OpKernelConstruction* context) : OpKernel(context) {
@@ -197,9 +188,9 @@ class FusedBiasGeluOp : public OpKernel {
     OP_REQUIRES_OK(context, RowsAndWidth(x, bias, "bias", &rows, &width));
     Tensor* y = nullptr;
     OP_REQUIRES_OK(context, context->allocate_output(0, x.shape(), &y));
-    const uint16_t* in = Bits(x);
+    const uint16_t* in = Bfloat16Bits(x);
     const float* bias_data = bias.flat<float>().data();
-    uint16_t* out = Bits(y);
+    uint16_t* out = Bfloat16Bits(y);
     const bool exact = exact_;
     Shard(context, rows, 25 * width, [=](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
@@ -236,10 +227,10 @@ class FusedBiasGeluGradOp : public OpKernel {
     Tensor *dx = nullptr, *dbias = nullptr;
     OP_REQUIRES_OK(context, context->allocate_output(0, x.shape(), &dx));
     OP_REQUIRES_OK(context, context->allocate_output(1, bias.shape(), &dbias));
-    const uint16_t* upstream = Bits(dy);
-    const uint16_t* in = Bits(x);
+    const uint16_t* upstream = Bfloat16Bits(dy);
+    const uint16_t* in = Bfloat16Bits(x);
     const float* bias_data = bias.flat<float>().data();
-    uint16_t* out = Bits(dx);
+    uint16_t* out = Bfloat16Bits(dx);
     const bool exact = exact_;
     RowsWithColumnSums(
         context, rows, width, 1, 35 * width,
