@@ -289,6 +289,13 @@ class Dropout(keras.layers.Layer):
       return None
     return self.generator.make_seeds(1)[:, 0]
 
+  def mask_seed(self, training, seed=None):
+    """The op seed of this call's mask: seed (from draw_seed), or one drawn
+    now; None where nothing is dropped (not training, or rate 0)."""
+    if not training or not self.rate:
+      return None
+    return self.draw_seed() if seed is None else seed
+
   def call(self, inputs, training=None, real_tokens=None, seed=None):
     """Drops with probability rate and scales up the rest, when training.
 
@@ -303,12 +310,11 @@ class Dropout(keras.layers.Layer):
     Returns:
       Tensor like inputs.
     """
-    if not training or not self.rate:
-      return inputs
     # A fresh op seed from the generator each call; the fused stateless op
     # draws the mask.
+    seed = self.mask_seed(training, seed)
     if seed is None:
-      seed = self.draw_seed()
+      return inputs
     if (self.fused_kernel and inputs.dtype == tf.float32 and
         fused_kernels.available()):
       return fused_kernels.dropout(
@@ -528,11 +534,9 @@ class SelfAttention(keras.layers.Layer):
       dtype = self.matmul_dtype
       scores = tf.matmul(tf.cast(query, dtype), tf.cast(key, dtype),
                          transpose_b=True)  # [B, N, F, T], bfloat16
-      if training and self.dropout.rate and dropout_seed is None:
-        dropout_seed = self.dropout.draw_seed()
       probs = fused_kernels.attention_softmax(
           scores, attention_mask, scale, self.dropout.rate,
-          dropout_seed if training else None)
+          self.dropout.mask_seed(training, dropout_seed))
       context = tf.cast(tf.matmul(probs, tf.cast(value, dtype)),
                         query.dtype)  # [B, N, F, D]
     else:
