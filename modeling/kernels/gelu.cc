@@ -128,15 +128,9 @@ class FusedGeluOp : public OpKernel {
     OP_REQUIRES_OK(context, context->allocate_output(0, x.shape(), &y));
     const float* in = x.flat<float>().data();
     float* out = y->flat<float>().data();
-    const bool exact = exact_;
-    Shard(context, x.NumElements(), exact ? 30 : 20,
-          [=](int64_t begin, int64_t end) {
-            if (exact) {
-              GeluForward<true>(in, out, begin, end);
-            } else {
-              GeluForward<false>(in, out, begin, end);
-            }
-          });
+    const auto forward = exact_ ? GeluForward<true> : GeluForward<false>;
+    Shard(context, x.NumElements(), exact_ ? 30 : 20,
+          [=](int64_t begin, int64_t end) { forward(in, out, begin, end); });
   }
 
  private:
@@ -161,13 +155,9 @@ class FusedGeluGradOp : public OpKernel {
     const float* upstream = dy.flat<float>().data();
     const float* in = x.flat<float>().data();
     float* out = dx->flat<float>().data();
-    const bool exact = exact_;
+    const auto backward = exact_ ? GeluBackward<true> : GeluBackward<false>;
     Shard(context, x.NumElements(), 30, [=](int64_t begin, int64_t end) {
-      if (exact) {
-        GeluBackward<true>(upstream, in, out, begin, end);
-      } else {
-        GeluBackward<false>(upstream, in, out, begin, end);
-      }
+      backward(upstream, in, out, begin, end);
     });
   }
 
@@ -191,15 +181,10 @@ class FusedBiasGeluOp : public OpKernel {
     const uint16_t* in = Bfloat16Bits(x);
     const float* bias_data = bias.flat<float>().data();
     uint16_t* out = Bfloat16Bits(y);
-    const bool exact = exact_;
+    const auto row = exact_ ? BiasGeluRow<true> : BiasGeluRow<false>;
     Shard(context, rows, 25 * width, [=](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        if (exact) {
-          BiasGeluRow<true>(in + r * width, bias_data, out + r * width, width);
-        } else {
-          BiasGeluRow<false>(in + r * width, bias_data, out + r * width,
-                             width);
-        }
+        row(in + r * width, bias_data, out + r * width, width);
       }
     });
   }
@@ -210,7 +195,8 @@ class FusedBiasGeluOp : public OpKernel {
 
 class FusedBiasGeluGradOp : public OpKernel {
  public:
-  explicit FusedBiasGeluGradOp(OpKernelConstruction* context) : OpKernel(context) {
+  explicit FusedBiasGeluGradOp(OpKernelConstruction* context)
+      : OpKernel(context) {
     OP_REQUIRES_OK(context, context->GetAttr("exact", &exact_));
   }
 
@@ -231,18 +217,12 @@ class FusedBiasGeluGradOp : public OpKernel {
     const uint16_t* in = Bfloat16Bits(x);
     const float* bias_data = bias.flat<float>().data();
     uint16_t* out = Bfloat16Bits(dx);
-    const bool exact = exact_;
+    const auto row = exact_ ? BiasGeluGradRow<true> : BiasGeluGradRow<false>;
     RowsWithColumnSums(
         context, rows, width, 1, 35 * width,
         [=](int64_t r, float* partial, float*) {
-          if (exact) {
-            BiasGeluGradRow<true>(upstream + r * width, in + r * width,
-                                  bias_data, out + r * width, partial, width);
-          } else {
-            BiasGeluGradRow<false>(upstream + r * width, in + r * width,
-                                   bias_data, out + r * width, partial,
-                                   width);
-          }
+          row(upstream + r * width, in + r * width, bias_data,
+              out + r * width, partial, width);
         },
         dbias->flat<float>().data());
   }
