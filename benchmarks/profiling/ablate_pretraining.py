@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 import tensorflow as tf
+import tf_keras
 
 from benchmarks.lib import results
 from benchmarks.lib import timing
@@ -41,6 +42,9 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("shapes", "small,base", "Comma-separated: small, base.")
 flags.DEFINE_integer("repeats", 8, "Timed steps per variant.")
 flags.DEFINE_bool("jit_compile", False, "XLA on every variant.")
+flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16"],
+                  "Our matmuls' precision (bench_pretraining's); Model "
+                  "Garden under Keras' mixed policy for bfloat16.")
 results.define_flags()
 
 
@@ -73,7 +77,9 @@ VARIANTS = {
         (optimization.AdamWeightDecay, "_step", store_gradient),
         (training, "clip_gradients", unclipped)],
     "no_gelu": [(layers, "gelu", tf.identity)],
-    "no_layer_norm": [(layers.LayerNorm, "call", lambda self, x: x)],
+    "no_layer_norm": [(layers.LayerNorm, "call",
+                       lambda self, x, residual=None:
+                       x if residual is None else x + residual)],
     "no_dropout": [],  # a config without dropout
 }
 
@@ -95,17 +101,22 @@ def bench(name):
       for owner, attribute, value in replacements:
         stack.enter_context(replaced(owner, attribute, value))
       step = train_steps.ours_step(variant_config, batch, seq_length,
-                                   predictions, FLAGS.jit_compile)
+                                   predictions, FLAGS.jit_compile,
+                                   getattr(tf, FLAGS.precision))
       float(step())  # traced with the replacements in place
     steps[variant] = step
+  tf_keras.mixed_precision.set_global_policy(
+      "float32" if FLAGS.precision == "float32" else "mixed_bfloat16")
   steps["model_garden"] = train_steps.model_garden_step(config, batch,
                                                         FLAGS.jit_compile)
+  float(steps["model_garden"]())  # Built and traced under the policy.
+  tf_keras.mixed_precision.set_global_policy("float32")
   medians = timing.alternated_medians(
       {k: (lambda fn=fn: float(fn())) for k, fn in steps.items()},
       FLAGS.repeats)
-  print("%s L=%d H=%d batch=%d seq=%d xla=%s" % (
+  print("%s L=%d H=%d batch=%d seq=%d xla=%s %s" % (
       name, config.num_hidden_layers, config.hidden_size, batch_size,
-      seq_length, FLAGS.jit_compile))
+      seq_length, FLAGS.jit_compile, FLAGS.precision))
   rows = []
   for variant, seconds in medians.items():
     print("  %-18s %8.1f ms  saves %5.1f%% of ours  model_garden/this %.3f"
