@@ -304,10 +304,11 @@ def add_layer_norm(x, residual, gamma, beta, epsilon):
 
 
 def adam_weight_decay(variable, m, v, grad, learning_rate, beta_1, beta_2,
-                      epsilon, weight_decay_rate):
+                      epsilon, weight_decay_rate, grad_scale=None):
   """The original optimizer's update of one weight, in place, through the
-  fused kernel: m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
-  w -= lr * (m / (sqrt(v) + eps) + weight_decay_rate * w), rounded as
+  fused kernel: g = grad * grad_scale; m = b1 m + (1 - b1) g;
+  v = b2 v + (1 - b2) g^2; w -= lr * (m / (sqrt(v) + eps) +
+  weight_decay_rate * w), rounded as
   runner_lib.core.optimization.AdamWeightDecay's float32 ops round it.
 
   Args:
@@ -316,6 +317,8 @@ def adam_weight_decay(variable, m, v, grad, learning_rate, beta_1, beta_2,
     learning_rate: float32 scalar Tensor.
     beta_1, beta_2, epsilon: floats.
     weight_decay_rate: float, or None for no decay term.
+    grad_scale: float32 scalar Tensor (tf.clip_by_global_norm's scale,
+      applied as the gradient is read), or None for 1.
 
   Returns:
     The update op (None when executing eagerly).
@@ -323,6 +326,7 @@ def adam_weight_decay(variable, m, v, grad, learning_rate, beta_1, beta_2,
   return ops().fused_adam_weight_decay(
       variable.handle, m.handle, v.handle, grad,
       tf.cast(learning_rate, tf.float32),
+      tf.constant(1.0) if grad_scale is None else grad_scale,
       # The coefficients as the ops take them: Python's floats (1 - b
       # computed in double) rounded to float32.
       beta_1=beta_1, one_minus_beta_1=1.0 - beta_1, beta_2=beta_2,

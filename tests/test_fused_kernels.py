@@ -370,15 +370,19 @@ def test_bfloat16_training_with_them_follows_it_without(kernels, reset_layers,
 
 
 def test_adam_weight_decay_is_the_originals_update_bit_for_bit(kernels):
-  """Three updates of weights with and without decay (odd sizes, tiny and
-  huge gradients, a zero one), through the kernel and through
-  AdamWeightDecay's float32 ops: weights and slots bit-equal."""
+  """Four updates of weights with and without decay (odd sizes, tiny and
+  huge gradients, a zero one), through AdamWeightDecay's float32 ops on
+  gradients scaled beforehand (as tf.clip_by_global_norm scales them), and
+  through the composite and the kernel given the scale (grad_scales):
+  weights and slots bit-equal."""
   del kernels
   rng = np.random.RandomState(10)
   shapes = {"bert/encoder/layer_0/output/dense/kernel": (37, 29),
             "bert/encoder/layer_0/output/LayerNorm/gamma": (1031,)}
+  clip_scales = [tf.constant(s, tf.float32) for s in (1.0, 0.3712, 1.0, 2e-3)]
   results = []
-  for fused_kernel in (False, True):
+  for fused_kernel, scaled_by_update in ((False, False), (False, True),
+                                         (True, True)):
     weights = {name: tf.Variable(np.random.RandomState(11).randn(*shape)
                                  .astype(np.float32))
                for name, shape in shapes.items()}
@@ -388,15 +392,20 @@ def test_adam_weight_decay_is_the_originals_update_bit_for_bit(kernels):
     for i, scale in enumerate((1.0, 1e-8, 0.0, 1e4)):
       grads = [tf.constant(rng.randn(*shape).astype(np.float32) * scale)
                for shape in shapes.values()]
-      step(grads, tf.constant(1e-3 * (i + 1), tf.float32))
+      learning_rate = tf.constant(1e-3 * (i + 1), tf.float32)
+      if scaled_by_update:
+        step(grads, learning_rate, grad_scales=[clip_scales[i]] * 2)
+      else:
+        step([g * clip_scales[i] for g in grads], learning_rate)
     results.append([w.numpy() for w in weights.values()] +
                    [s.numpy() for s in optimizer.slot_variables().values()])
     ops = {op.type for op in step.get_concrete_function(
         grads, tf.constant(1e-3)).graph.get_operations()}
     assert ("FusedAdamWeightDecay" in ops) == fused_kernel
     rng = np.random.RandomState(10)
-  for composite, fused in zip(*results):
-    np.testing.assert_array_equal(bits(fused), bits(composite))
+  for scaled_first, composite, fused in zip(*results):
+    np.testing.assert_array_equal(bits(composite), bits(scaled_first))
+    np.testing.assert_array_equal(bits(fused), bits(scaled_first))
   assert len(results[0]) == 6
 
 

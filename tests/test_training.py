@@ -270,6 +270,39 @@ def test_clipping_counts_repeated_embedding_rows_one_by_one():
   assert none is None
 
 
+@pytest.mark.parametrize("norm_scale", [0.5, 7.0, np.inf])
+def test_clipping_left_to_the_update_gives_clip_by_global_norms_numbers(
+    norm_scale):
+  # clip_gradients(leave_scale=True) returns the dense gradients unscaled
+  # with the scale the optimizer multiplies them by: that product must be
+  # tf.clip_by_global_norm's own, bit for bit (below and above the clip
+  # norm, and NaN everywhere for an infinite gradient); the IndexedSlices
+  # come scaled and summed as before, with no scale left.
+  rng = np.random.RandomState(3)
+  dense = [rng.randn(*shape).astype(np.float32) for shape in
+           [(5, 7), (7,), (33,)]]
+  total = np.sqrt(sum(np.sum(d.astype(np.float64) ** 2) for d in dense))
+  dense = [d * np.float32(norm_scale / total) for d in dense]
+  rows = tf.IndexedSlices(
+      tf.constant(0.01 * rng.randn(3, 4).astype(np.float32)),
+      tf.constant([1, 0, 1]), tf.constant([6, 4]))
+  grads = [rows, tf.constant(dense[0]), None, tf.constant(dense[1]),
+           tf.constant(dense[2])]
+  want, _ = tf.clip_by_global_norm(grads, training.CLIP_NORM)
+  got, scales = training.clip_gradients(grads, leave_scale=True)
+  assert got[2] is None and scales[0] is None and scales[2] is None
+  np.testing.assert_array_equal(got[0].numpy(),
+                                tf.convert_to_tensor(want[0]).numpy())
+  for i in (1, 3, 4):
+    product = (got[i] * scales[i]).numpy()
+    if np.isfinite(norm_scale):
+      np.testing.assert_array_equal(product.view(np.int32),
+                                    want[i].numpy().view(np.int32))
+    else:
+      assert np.isnan(product).all() and np.isnan(want[i].numpy()).all()
+  assert (float(scales[1]) == 1.0) == (norm_scale < training.CLIP_NORM)
+
+
 @pytest.mark.parametrize("one_hot", [False, True])
 def test_embedding_gradients_have_the_originals_form(one_hot):
   # The original: words by tf.gather (an IndexedSlices gradient, a row per

@@ -59,15 +59,17 @@ def replaced(owner, name, value):
     setattr(owner, name, original)
 
 
-def store_gradient(self, variable, grad, m, v, learning_rate, step, decay):
+def store_gradient(self, variable, grad, m, v, learning_rate, step, decay,
+                   grad_scale=None):
   """An update that only stores the gradient (in the m slot)."""
-  del self, variable, v, learning_rate, step, decay
+  del self, variable, v, learning_rate, step, decay, grad_scale
   return m.assign(grad)
 
 
-def unclipped(grads, clip_norm=training.CLIP_NORM):
+def unclipped(grads, clip_norm=training.CLIP_NORM, leave_scale=False):
   del clip_norm
-  return [None if g is None else tf.convert_to_tensor(g) for g in grads]
+  grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
+  return (grads, [None] * len(grads)) if leave_scale else grads
 
 
 VARIANTS = {

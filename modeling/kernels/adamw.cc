@@ -1,11 +1,16 @@
 // The original BERT optimizer's update (AdamWeightDecay, no bias
 // correction) in one pass over each weight and its slots:
+//   g = grad * grad_scale;
 //   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
 //   w -= lr * (m / (sqrt(v) + eps) + weight_decay_rate * w),
 // each operation rounded to float32 in the order TensorFlow's ops compute
 // it in runner_lib/core/optimization.py (AdamWeightDecay._step, a dozen
 // ops and passes), so the weights and slots come out bit-identical to
-// them (tests/test_fused_kernels.py). This file is compiled without
+// them (tests/test_fused_kernels.py). grad_scale is
+// tf.clip_by_global_norm's scale, the same one rounding of grad * scale
+// as its multiply, done here as the gradient is read instead of in a pass
+// of its own (runner_lib/core/training.py, clip_gradients); 1 where the
+// gradient comes already clipped. This file is compiled without
 // -ffast-math and without contracting a * b + c into one rounding
 // (modeling/fused_kernels.py, EXACT_SOURCES); sqrt and division
 // vectorize as IEEE's correctly rounded instructions.
@@ -38,12 +43,13 @@ struct Coefficients {
   bool decay;
 };
 
-CPU_CLONES void Update(float* w, float* m, float* v, const float* g,
-                       int64_t n, float lr, Coefficients c) {
+CPU_CLONES void Update(float* w, float* m, float* v, const float* grad,
+                       int64_t n, float lr, float scale, Coefficients c) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
-    const float mi = c.beta_1 * m[i] + c.one_minus_beta_1 * g[i];
-    const float vi = c.beta_2 * v[i] + c.one_minus_beta_2 * (g[i] * g[i]);
+    const float g = grad[i] * scale;
+    const float mi = c.beta_1 * m[i] + c.one_minus_beta_1 * g;
+    const float vi = c.beta_2 * v[i] + c.one_minus_beta_2 * (g * g);
     float update = mi / (std::sqrt(vi) + c.epsilon);
     if (c.decay) update = update + c.weight_decay_rate * w[i];
     m[i] = mi;
@@ -54,7 +60,8 @@ CPU_CLONES void Update(float* w, float* m, float* v, const float* g,
 
 class FusedAdamWeightDecayOp : public OpKernel {
  public:
-  explicit FusedAdamWeightDecayOp(OpKernelConstruction* context) : OpKernel(context) {
+  explicit FusedAdamWeightDecayOp(OpKernelConstruction* context)
+      : OpKernel(context) {
     float beta_1, beta_2;
     OP_REQUIRES_OK(context, context->GetAttr("beta_1", &beta_1));
     OP_REQUIRES_OK(context, context->GetAttr("one_minus_beta_1",
@@ -75,15 +82,20 @@ class FusedAdamWeightDecayOp : public OpKernel {
   void Compute(OpKernelContext* context) override {
     const Tensor& grad = context->input(3);
     const Tensor& lr = context->input(4);
-    OP_REQUIRES(context, lr.NumElements() == 1,
-                tensorflow::errors::InvalidArgument(
-                    "learning_rate must be a scalar, not ",
-                    lr.shape().DebugString()));
+    const Tensor& grad_scale = context->input(5);
+    for (const Tensor* scalar : {&lr, &grad_scale}) {
+      OP_REQUIRES(context, scalar->NumElements() == 1,
+                  tensorflow::errors::InvalidArgument(
+                      scalar == &lr ? "learning_rate" : "grad_scale",
+                      " must be a scalar, not ",
+                      scalar->shape().DebugString()));
+    }
     tensorflow::core::RefCountPtr<Var> vars[3];
     for (int i = 0; i < 3; ++i) {
-      OP_REQUIRES_OK(context, tensorflow::LookupResource(
-                                  context, tensorflow::HandleFromInput(context, i),
-                                  &vars[i]));
+      OP_REQUIRES_OK(context,
+                     tensorflow::LookupResource(
+                         context, tensorflow::HandleFromInput(context, i),
+                         &vars[i]));
     }
     // Each distinct variable's lock, in address order (as TensorFlow's
     // own training ops take them).
@@ -123,6 +135,7 @@ class FusedAdamWeightDecayOp : public OpKernel {
     }
     const float* g = grad.flat<float>().data();
     const float rate = lr.flat<float>()(0);
+    const float scale = grad_scale.flat<float>()(0);
     const Coefficients c = coefficients_;
     float* w = data[0];
     float* m = data[1];
@@ -130,7 +143,7 @@ class FusedAdamWeightDecayOp : public OpKernel {
     Shard(context, grad.NumElements(), 30,
           [=](int64_t begin, int64_t end) {
             Update(w + begin, m + begin, v + begin, g + begin, end - begin,
-                   rate, c);
+                   rate, scale, c);
           });
   }
 
@@ -146,6 +159,7 @@ REGISTER_OP("FusedAdamWeightDecay")
     .Input("v: resource")
     .Input("grad: float")
     .Input("learning_rate: float")
+    .Input("grad_scale: float")
     .Attr("beta_1: float")
     .Attr("one_minus_beta_1: float")
     .Attr("beta_2: float")
@@ -154,5 +168,6 @@ REGISTER_OP("FusedAdamWeightDecay")
     .Attr("weight_decay_rate: float")
     .Attr("decay: bool")
     .SetShapeFn(tensorflow::shape_inference::NoOutputs);
-REGISTER_KERNEL_BUILDER(Name("FusedAdamWeightDecay").Device(tensorflow::DEVICE_CPU),
-                        FusedAdamWeightDecayOp);
+REGISTER_KERNEL_BUILDER(
+    Name("FusedAdamWeightDecay").Device(tensorflow::DEVICE_CPU),
+    FusedAdamWeightDecayOp);

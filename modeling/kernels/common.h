@@ -15,7 +15,8 @@
 // The loops are compiled for AVX-512, AVX2 and the baseline, chosen when
 // the library loads, so one build runs on any x86-64 CPU.
 #if defined(__x86_64__)
-#define CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#define CPU_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define CPU_CLONES
 #endif

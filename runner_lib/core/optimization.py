@@ -26,6 +26,13 @@ from modeling import fused_kernels
 EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 
 
+def _scaled(grad, grad_scale):
+  """grad in float32, times grad_scale where there is one (the multiply of
+  tf.clip_by_global_norm, rounded as it rounds it)."""
+  grad = tf.cast(grad, tf.float32)
+  return grad if grad_scale is None else grad * grad_scale
+
+
 def learning_rate_at(step, init_lr, num_train_steps, num_warmup_steps):
   """The original schedule: linear warm-up, then linear decay to 0.
 
@@ -130,7 +137,8 @@ class AdamWeightDecay(tf.Module):
       slots[name + "/" + v_name] = self.v[name]
     return slots
 
-  def apply_gradients(self, grads, learning_rate, step=None, apply=None):
+  def apply_gradients(self, grads, learning_rate, step=None, apply=None,
+                      grad_scales=None):
     """Applies one update; call in a replica context (or outside strategies).
 
     Args:
@@ -142,11 +150,21 @@ class AdamWeightDecay(tf.Module):
         bias correction; the original Adam has none).
       apply: bool Tensor or None; False skips the whole update (slots
         included), e.g. on an overflow under float16 loss scaling.
+      grad_scales: None, or a list like grads of float32 scalar Tensors
+        (or None): each gradient is multiplied by its scale first, the
+        multiply of tf.clip_by_global_norm left to the update
+        (runner_lib/core/training.py, clip_gradients), which the fused
+        kernel does as it reads the gradient instead of in a pass of its
+        own. The same numbers as scaling the gradients beforehand.
     """
+    if grad_scales is None:
+      grad_scales = [None] * len(grads)
     tf.distribute.get_replica_context().merge_call(
-        self._distributed_apply, args=(grads, learning_rate, step, apply))
+        self._distributed_apply,
+        args=(grads, learning_rate, step, apply, grad_scales))
 
-  def _distributed_apply(self, strategy, grads, learning_rate, step, apply):
+  def _distributed_apply(self, strategy, grads, learning_rate, step, apply,
+                         grad_scales):
     # One weight after another: each update's temporaries (a few tensors
     # the weight's size) are freed before the next update starts. Run side
     # by side, the updates of every weight could hold them all at once, up
@@ -154,35 +172,40 @@ class AdamWeightDecay(tf.Module):
     # BERT-Base, benchmarks/speed/bench_memory.py). The same arithmetic in
     # another order: the same numbers.
     previous = []
-    for name, grad in zip(self.names, grads):
+    for name, grad, grad_scale in zip(self.names, grads, grad_scales):
       if grad is None:
         continue
       with tf.control_dependencies(previous):
         done = strategy.extended.update(
             self.variables_by_name[name], self._update,
             args=(grad, self.m[name], self.v[name], learning_rate, step,
-                  apply, self.decay[name]), group=False)
+                  apply, self.decay[name], grad_scale), group=False)
       previous = [tf.group(strategy.experimental_local_results(done))]
 
-  def _update(self, variable, grad, m, v, learning_rate, step, apply, decay):
+  def _update(self, variable, grad, m, v, learning_rate, step, apply, decay,
+              grad_scale):
     if apply is None:
-      return self._step(variable, grad, m, v, learning_rate, step, decay)
+      return self._step(variable, grad, m, v, learning_rate, step, decay,
+                        grad_scale)
 
     def update():
-      self._step(variable, grad, m, v, learning_rate, step, decay)
+      self._step(variable, grad, m, v, learning_rate, step, decay,
+                 grad_scale)
       return tf.constant(True)
 
     return tf.cond(apply, update, lambda: tf.constant(False))
 
-  def _step(self, variable, grad, m, v, learning_rate, step, decay):
+  def _step(self, variable, grad, m, v, learning_rate, step, decay,
+            grad_scale=None):
     del step  # no bias correction
-    grad = tf.cast(grad, tf.float32)
     if self.fused_kernel and fused_kernels.available():
       update = fused_kernels.adam_weight_decay(
-          variable, m, v, grad, learning_rate, self.beta_1, self.beta_2,
-          self.epsilon, self.weight_decay_rate if decay else None)
+          variable, m, v, tf.cast(grad, tf.float32), learning_rate,
+          self.beta_1, self.beta_2, self.epsilon,
+          self.weight_decay_rate if decay else None, grad_scale)
       with tf.control_dependencies([] if update is None else [update]):
         return tf.constant(True)
+    grad = _scaled(grad, grad_scale)
     if self.fused:
       return self._fused_step(variable, grad, m, v, learning_rate, decay)
     # The original's float32 arithmetic, op for op (a fused kernel rounds
@@ -229,8 +252,9 @@ class AdamWeightDecayCorrected(AdamWeightDecay):
   w -= lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay_rate * w).
   """
 
-  def _step(self, variable, grad, m, v, learning_rate, step, decay):
-    grad = tf.cast(grad, tf.float32)
+  def _step(self, variable, grad, m, v, learning_rate, step, decay,
+            grad_scale=None):
+    grad = _scaled(grad, grad_scale)
     # 1 - b^t in float64, as PyTorch computes it in Python: in float32,
     # 1 - 0.999^2 is off by 3e-5 of itself.
     t = tf.cast(step, tf.float64) + 1.0
@@ -258,8 +282,9 @@ class Lamb(AdamWeightDecay):
 
   SLOT_NAMES = ("lamb_m", "lamb_v")
 
-  def _step(self, variable, grad, m, v, learning_rate, step, decay):
-    grad = tf.cast(grad, tf.float32)
+  def _step(self, variable, grad, m, v, learning_rate, step, decay,
+            grad_scale=None):
+    grad = _scaled(grad, grad_scale)
     t = tf.cast(step, tf.float32) + 1.0
     m = m.assign(m * self.beta_1 + grad * (1.0 - self.beta_1))
     v = v.assign(v * self.beta_2 + (grad * grad) * (1.0 - self.beta_2))

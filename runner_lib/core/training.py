@@ -58,7 +58,7 @@ def _add(grad, other):
   return grad + other
 
 
-def clip_gradients(grads, clip_norm=CLIP_NORM):
+def clip_gradients(grads, clip_norm=CLIP_NORM, leave_scale=False):
   """Clips as the original does, then makes every gradient dense.
 
   The original's word embeddings are a tf.gather (without
@@ -67,15 +67,40 @@ def clip_gradients(grads, clip_norm=CLIP_NORM):
   its norm over those rows and scales them; the optimizer's arithmetic
   then sums them into a dense [V, H]. The same here, in the same order.
 
+  With leave_scale, the dense gradients are returned unscaled, with the
+  scale each still awaits, for the optimizer to multiply as it reads them
+  (optimizer.apply_gradients' grad_scales): the same numbers, one pass
+  over the gradients (BERT-Base: 440 MB read and written) fewer.
+
   Args:
     grads: list of Tensor, IndexedSlices or None.
     clip_norm: float.
+    leave_scale: bool.
 
   Returns:
-    list of dense Tensors (None stays None).
+    list of dense Tensors (None stays None); with leave_scale, a pair of
+    that list and a list like it of the float32 scalar scale each gradient
+    still awaits (None where it is already scaled, the IndexedSlices, or
+    None).
   """
-  grads, _ = tf.clip_by_global_norm(grads, clip_norm)
-  return [None if g is None else tf.convert_to_tensor(g) for g in grads]
+  if not leave_scale:
+    grads, _ = tf.clip_by_global_norm(grads, clip_norm)
+    return [None if g is None else tf.convert_to_tensor(g) for g in grads]
+  norm = tf.linalg.global_norm(grads)
+  # tf.clip_by_global_norm's scale, op for op (NaN where the norm is not
+  # finite); tests/test_training.py compares the two bit for bit.
+  scale = clip_norm * tf.minimum(
+      1.0 / norm, tf.constant(1.0, dtype=norm.dtype) / clip_norm)
+  scale = scale + (norm - norm)
+  sliced = [isinstance(g, tf.IndexedSlices) for g in grads]
+  clipped, _ = tf.clip_by_global_norm(
+      [g if is_sliced else None for g, is_sliced in zip(grads, sliced)],
+      clip_norm, use_norm=norm)
+  dense = [None if g is None else tf.convert_to_tensor(c if is_sliced else g)
+           for g, c, is_sliced in zip(grads, clipped, sliced)]
+  scales = [None if g is None or is_sliced else scale
+            for g, is_sliced in zip(grads, sliced)]
+  return dense, scales
 
 
 def _first_oom_line(message):
@@ -294,18 +319,21 @@ class Trainer(object):
       # is skipped anyway.
       grads = _on_values(lambda x: tf.where(finite, x, tf.zeros_like(x)),
                          grads)
-    grads = clip_gradients(grads)
     if context.num_replicas_in_sync > 1:
+      grads, grad_scales = clip_gradients(grads), None
       used = [i for i, g in enumerate(grads) if g is not None]
       reduced = context.all_reduce(tf.distribute.ReduceOp.MEAN,
                                    [grads[i] for i in used])
       for i, g in zip(used, reduced):
         grads[i] = g
+    else:
+      # Nothing between clipping and the update: the optimizer multiplies.
+      grads, grad_scales = clip_gradients(grads, leave_scale=True)
     learning_rate = optimization.learning_rate_at(
         self.global_step, self.learning_rate, self.num_train_steps,
         self.num_warmup_steps)
     self.optimizer.apply_gradients(grads, learning_rate, self.global_step,
-                                   finite)
+                                   finite, grad_scales)
     increment = 1 if finite is None else tf.cast(finite, tf.int64)
     context.merge_call(lambda strategy: strategy.extended.update(
         self.global_step, lambda v: v.assign_add(increment)))
