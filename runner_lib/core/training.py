@@ -83,24 +83,25 @@ def clip_gradients(grads, clip_norm=CLIP_NORM, leave_scale=False):
     still awaits (None where it is already scaled, the IndexedSlices, or
     None).
   """
-  if not leave_scale:
-    grads, _ = tf.clip_by_global_norm(grads, clip_norm)
-    return [None if g is None else tf.convert_to_tensor(g) for g in grads]
   norm = tf.linalg.global_norm(grads)
-  # tf.clip_by_global_norm's scale, op for op (NaN where the norm is not
-  # finite); tests/test_training.py compares the two bit for bit.
+  # tf.clip_by_global_norm's scale and multiplies, op for op (NaN where
+  # the norm is not finite); tests/test_training.py compares the two bit
+  # for bit.
   scale = clip_norm * tf.minimum(
       1.0 / norm, tf.constant(1.0, dtype=norm.dtype) / clip_norm)
   scale = scale + (norm - norm)
-  sliced = [isinstance(g, tf.IndexedSlices) for g in grads]
-  clipped, _ = tf.clip_by_global_norm(
-      [g if is_sliced else None for g, is_sliced in zip(grads, sliced)],
-      clip_norm, use_norm=norm)
-  dense = [None if g is None else tf.convert_to_tensor(c if is_sliced else g)
-           for g, c, is_sliced in zip(grads, clipped, sliced)]
-  scales = [None if g is None or is_sliced else scale
-            for g, is_sliced in zip(grads, sliced)]
-  return dense, scales
+  dense, scales = [], []
+  for g in grads:
+    if isinstance(g, tf.IndexedSlices):  # scaled row by row, then summed
+      dense.append(tf.convert_to_tensor(tf.IndexedSlices(
+          g.values * scale, g.indices, g.dense_shape)))
+      scales.append(None)
+    else:
+      dense.append(g)
+      scales.append(None if g is None else scale)
+  if leave_scale:
+    return dense, scales
+  return [g if s is None else g * s for g, s in zip(dense, scales)]
 
 
 def _first_oom_line(message):
