@@ -3,12 +3,19 @@ BertPretrainerV2, op types ranked by time per step (TF profiler, CPU).
 
 The same steps as bench_pretraining.py (config, batch, losses, AdamW with
 clipping). Each is warmed up, then --steps steps are traced; the host
-plane's op events are summed by op type.
+plane's op events are summed by op type. On a machine whose cores run
+several ops at once, summed op times overstate ops that wait for the
+cores (an op sharing them with a matmul takes longer); --timeline also
+says how each step's wall time is shared: with no op, one op or two or
+more running, which op types ran alone, and the tail after the last
+matmul (the optimizer's update, which waits for the global norm of every
+gradient, so overlaps none of the backward pass).
 
   .venv/bin/python benchmarks/profiling/profile_pretraining.py [--shape=small]
-      [--steps=5] [--top=15] [--precision=bfloat16]
+      [--steps=5] [--top=15] [--precision=bfloat16] [--timeline]
 """
 
+import collections
 import os
 import sys
 
@@ -33,10 +40,49 @@ flags.DEFINE_bool("by_name", False,
                   "Rank op names (layer numbers merged) instead of types: "
                   "which part of the model an op type's time comes from.")
 flags.DEFINE_bool("jit_compile", False, "XLA on both sides.")
+flags.DEFINE_bool("timeline", False,
+                  "Also how each step's wall time is shared between ops.")
 flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16"],
                   "Compute precision: ours as --precision runs it, "
                   "Model Garden under Keras' mixed policy.")
 results.define_flags()
+
+
+def timeline_table(name, calls):
+  """Prints op_profile.timeline's shares, averaged over the traced steps,
+  and returns them as a record's table."""
+  lines = [op_profile.timeline(events) for events in calls]
+  wall = sum(line["wall"] for line in lines) / len(lines)
+
+  def mean(key, part):
+    return sum(line[key][part] for line in lines) / len(lines)
+
+  rows = [["wall time of a step", round(1000 * wall, 1), 100.0]]
+  for running, what in ((0, "no op running"), (1, "one op running"),
+                        (2, "two or more ops running")):
+    rows.append([what, round(1000 * mean("running", running), 1),
+                 round(100 * mean("running", running) / wall, 1)])
+  alone = collections.Counter()
+  tail_ops = collections.Counter()
+  for line in lines:
+    alone.update(line["alone"])
+    tail_ops.update(line["tail_ops"])
+  for op, seconds in alone.most_common(5):
+    rows.append(["%s alone" % op, round(1000 * seconds / len(lines), 1),
+                 round(100 * seconds / len(lines) / wall, 1)])
+  tail = sum(line["tail"] for line in lines) / len(lines)
+  rows.append(["after the last matmul", round(1000 * tail, 1),
+               round(100 * tail / wall, 1)])
+  for op, seconds in tail_ops.most_common(3):
+    rows.append(["  of which %s" % op, round(1000 * seconds / len(lines), 1),
+                 round(100 * seconds / len(lines) / wall, 1)])
+  print("%s: where a step's wall time goes (mean of %d steps)" % (
+      name, len(lines)))
+  for what, ms, share in rows:
+    print("  %-40s %8.1f ms  %5.1f%%" % (what, ms, share))
+  return results.table("%s: where a step's wall time goes (mean of %d "
+                       "steps)" % (name, len(lines)),
+                       ["", "ms per step", "% of wall time"], rows)
 
 
 def main(argv):
@@ -60,7 +106,8 @@ def main(argv):
   tf_keras.mixed_precision.set_global_policy("float32")
   tables = []
   for name, step in steps.items():
-    times = op_profile.op_times(step, FLAGS.steps, FLAGS.by_name)
+    calls = op_profile.traced_steps(step, FLAGS.steps)
+    times = op_profile.times_of(calls, FLAGS.by_name)
     total = sum(times.values())
     print("%s (L=%d H=%d batch=%d seq=%d): %.1f ms of op time per step "
           "(summed over threads)" % (name, config.num_hidden_layers,
@@ -73,6 +120,8 @@ def main(argv):
             seq_length, 1000 * total),
         ["op name (type)" if FLAGS.by_name else "op type", "ms per step",
          "% of op time"], op_profile.top_rows(times, FLAGS.top)))
+    if FLAGS.timeline:
+      tables.append(timeline_table(name, calls))
   if FLAGS.record:
     results.record("profile_pretraining", tables,
                    results.flag_settings(FLAGS))
