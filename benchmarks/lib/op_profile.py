@@ -1,5 +1,6 @@
 """Op time per step from a TF profiler trace (CPU): which op types (or op
-names) a step's time goes to."""
+names) a step's time goes to, and how its wall time is shared between
+ops (timeline)."""
 
 import collections
 import glob
@@ -87,7 +88,8 @@ def timeline(events):
     "alone" (Counter op type -> seconds it ran with no other op
     running); "tail" (seconds after the last matmul ended: the
     optimizer's update and what else cannot overlap the backward pass)
-    and "tail_ops" (Counter op type -> its seconds in the tail).
+    and "tail_ops" (Counter op type -> its op time in the tail: ops
+    running side by side each count).
   """
   by_thread = collections.defaultdict(list)
   for event in events:
