@@ -54,31 +54,28 @@ def timeline_table(name, calls):
   lines = [op_profile.timeline(events) for events in calls]
   wall = sum(line["wall"] for line in lines) / len(lines)
 
-  def mean(key, part):
-    return sum(line[key][part] for line in lines) / len(lines)
+  def row(what, seconds):
+    """[what, ms per step, % of the wall time], from seconds summed over
+    the steps."""
+    seconds /= len(lines)
+    return [what, round(1000 * seconds, 1), round(100 * seconds / wall, 1)]
 
-  rows = [["wall time of a step", round(1000 * wall, 1), 100.0]]
+  totals = collections.defaultdict(collections.Counter)
+  for line in lines:
+    for key in ("running", "alone", "tail_ops"):
+      totals[key].update(line[key])
+  rows = [row("wall time of a step", wall * len(lines))]
   for running, what in ((0, "no op running"), (1, "one op running"),
                         (2, "two or more ops running")):
-    rows.append([what, round(1000 * mean("running", running), 1),
-                 round(100 * mean("running", running) / wall, 1)])
-  alone = collections.Counter()
-  tail_ops = collections.Counter()
-  for line in lines:
-    alone.update(line["alone"])
-    tail_ops.update(line["tail_ops"])
-  for op, seconds in alone.most_common(5):
-    rows.append(["%s alone" % op, round(1000 * seconds / len(lines), 1),
-                 round(100 * seconds / len(lines) / wall, 1)])
-  tail = sum(line["tail"] for line in lines) / len(lines)
-  rows.append(["after the last matmul", round(1000 * tail, 1),
-               round(100 * tail / wall, 1)])
-  for op, seconds in tail_ops.most_common(3):
-    # Op time: two ops running side by side (Model Garden's updates) both
-    # count, so it can exceed the tail.
-    rows.append(["  %s in it (op time)" % op,
-                 round(1000 * seconds / len(lines), 1),
-                 round(100 * seconds / len(lines) / wall, 1)])
+    rows.append(row(what, totals["running"][running]))
+  for op, seconds in totals["alone"].most_common(5):
+    rows.append(row("%s alone" % op, seconds))
+  rows.append(row("after the last matmul",
+                  sum(line["tail"] for line in lines)))
+  # Op time: two ops running side by side (Model Garden's updates) both
+  # count, so it can exceed the tail.
+  for op, seconds in totals["tail_ops"].most_common(3):
+    rows.append(row("  %s in it (op time)" % op, seconds))
   print("%s: where a step's wall time goes (mean of %d steps)" % (
       name, len(lines)))
   for what, ms, share in rows:

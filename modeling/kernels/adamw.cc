@@ -58,6 +58,12 @@ CPU_CLONES void Update(float* w, float* m, float* v, const float* grad,
   }
 }
 
+tensorflow::Status CheckScalar(const Tensor& tensor, const char* name) {
+  if (tensor.NumElements() == 1) return tensorflow::OkStatus();
+  return tensorflow::errors::InvalidArgument(
+      name, " must be a scalar, not ", tensor.shape().DebugString());
+}
+
 class FusedAdamWeightDecayOp : public OpKernel {
  public:
   explicit FusedAdamWeightDecayOp(OpKernelConstruction* context)
@@ -83,13 +89,8 @@ class FusedAdamWeightDecayOp : public OpKernel {
     const Tensor& grad = context->input(3);
     const Tensor& lr = context->input(4);
     const Tensor& grad_scale = context->input(5);
-    for (const Tensor* scalar : {&lr, &grad_scale}) {
-      OP_REQUIRES(context, scalar->NumElements() == 1,
-                  tensorflow::errors::InvalidArgument(
-                      scalar == &lr ? "learning_rate" : "grad_scale",
-                      " must be a scalar, not ",
-                      scalar->shape().DebugString()));
-    }
+    OP_REQUIRES_OK(context, CheckScalar(lr, "learning_rate"));
+    OP_REQUIRES_OK(context, CheckScalar(grad_scale, "grad_scale"));
     tensorflow::core::RefCountPtr<Var> vars[3];
     for (int i = 0; i < 3; ++i) {
       OP_REQUIRES_OK(context,
