@@ -409,6 +409,19 @@ def test_adam_weight_decay_is_the_originals_update_bit_for_bit(kernels):
   assert len(results[0]) == 6
 
 
+@pytest.mark.parametrize("bad", ["learning_rate", "grad_scale"])
+def test_adam_weight_decay_names_an_input_that_is_not_a_scalar(kernels, bad):
+  del kernels
+  slots = [tf.Variable(tf.zeros([3])) for _ in range(3)]
+  vector = tf.constant([1e-3, 1.0])
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match="%s must be a scalar, not \\[2\\]" % bad):
+    fused_kernels.adam_weight_decay(
+        *slots, tf.ones([3]),
+        vector if bad == "learning_rate" else tf.constant(1e-3), 0.9,
+        0.999, 1e-6, 0.01, vector if bad == "grad_scale" else None)
+  assert not slots[0].numpy().any()  # nothing written
+
 def graph_op_types(layer, inputs):
   function = tf.function(lambda x: layer(x)).get_concrete_function(  # pylint: disable=unnecessary-lambda
       tf.TensorSpec(inputs.shape, tf.float32))
