@@ -6,6 +6,10 @@ in several (one pass per op):
   form of gelu_exact), forward and gradient, in float32 or with the bias
   add between two bfloat16 matmuls. Rounds differently from the
   composite (~1e-6): bfloat16 training only.
+- modeling/kernels/gelu_float32.cc: the original's GELU in float32,
+  forward and gradient, bit-identical to TensorFlow's graph of the
+  composite (the same roundings, grappler's rewrites included), so
+  float32 training uses it too.
 - modeling/kernels/attention_softmax.cc: the attention's scale, mask,
   softmax and dropout (stateless_dropout's masks) between its two
   bfloat16 matmuls, forward and gradient: bfloat16 training only.
@@ -55,7 +59,7 @@ def sources(kernels_dir=None):
 # by op: compiled without -ffast-math and without contracting a * b + c
 # (but without errno, which would keep sqrt from vectorizing; IEEE's
 # vector sqrt rounds as the scalar one).
-EXACT_SOURCES = ("adamw.cc",)
+EXACT_SOURCES = ("adamw.cc", "gelu_float32.cc")
 
 
 def build(library=LIBRARY, kernels_dir=None):
@@ -111,7 +115,8 @@ def _compile(command):
 # Python, run once while tracing).
 @tf.autograph.experimental.do_not_convert
 def ops():
-  """The loaded kernels (fused_gelu, fused_bias_gelu, fused_dropout,
+  """The loaded kernels (fused_gelu, fused_bias_gelu, composite_gelu,
+  fused_dropout,
   fused_attention_softmax, fused_add_layer_norm and their gradients,
   fused_adam_weight_decay), or
   None where the library is missing or stale (older than a source) or
@@ -161,6 +166,39 @@ def gelu(x, exact=False):
         lambda dy: kernels.fused_gelu_grad(dy, x, exact=exact))
 
   return fused(tf.convert_to_tensor(x))
+
+
+# Tensors of known shape up to this many bytes get the gradient's cubic
+# term as (x * x * 0.134145) * dy from grappler, larger ones as
+# (x * x) * (0.134145 * dy): 100 KiB, grappler's kMaxConstantSize
+# (kernels/gelu_float32.cc; tests/test_fused_kernels.py pins both sides).
+_GRAPPLER_MAX_CONSTANT_BYTES = 100 * 1024
+
+
+def composite_gelu(x):
+  """modeling.layers.gelu (the original's tanh form) in float32 in one
+  pass each way, value and gradient bit for bit as TensorFlow's graph of
+  the composite computes them (kernels/gelu_float32.cc). Only inside a
+  tf.function: eagerly the composite runs without grappler's rewrites
+  and rounds otherwise.
+
+  Args:
+    x: float32 Tensor of any shape, on the CPU.
+
+  Returns:
+    float32 Tensor like x; its gradient is the kernel's.
+  """
+  size = x.shape.num_elements()
+  with_square = size is None or 4 * size <= _GRAPPLER_MAX_CONSTANT_BYTES
+
+  @tf.custom_gradient
+  def fused(x):
+    kernels = ops()
+    return kernels.composite_gelu(x), (
+        lambda dy: kernels.composite_gelu_grad(
+            dy, x, constant_with_square=with_square))
+
+  return fused(x)
 
 
 def bias_gelu(x, bias, exact=False):

@@ -174,6 +174,13 @@ class Dense(keras.layers.Dense):
                        self.activation in (gelu, gelu_exact) and
                        self.matmul_dtype != tf.float32)
     self.bfloat16_output = self.fused_gelu and output_feeds_matmul
+    # The feed-forward's float32 GELU in one pass each way, bit-identical
+    # to the composite in a tf.function (fused_kernels.composite_gelu).
+    # Not in other layers: the masked-LM head's transform is a rank-2
+    # matmul whose bias add and GELU oneDNN's graph rewrite may fuse.
+    self.composite_gelu = (fused_kernels_enabled() and
+                           self.activation is gelu and output_feeds_matmul
+                           and self.matmul_dtype == tf.float32)
     if self.matmul_dtype not in (tf.float32, self.compute_dtype):
       # Inputs as they come, bfloat16 ones (from a bfloat16_output layer)
       # included: Keras would cast them to float32, a pass for nothing.
@@ -184,7 +191,19 @@ class Dense(keras.layers.Dense):
   def call(self, inputs):
     """[..., in] -> [..., units], float32 (or bfloat16, see __init__)."""
     if self.matmul_dtype in (tf.float32, self.compute_dtype):
-      return super().call(inputs)
+      if not (self.composite_gelu and inputs.dtype == tf.float32 and
+              not tf.executing_eagerly() and fused_kernels.available()):
+        return super().call(inputs)
+      # Keras' Dense.call without the activation: the same ops.
+      rank = inputs.shape.rank
+      if rank == 2 or rank is None:
+        outputs = tf.matmul(a=inputs, b=self.kernel)
+      else:
+        outputs = tf.tensordot(inputs, self.kernel, [[rank - 1], [0]])
+        outputs.set_shape(inputs.shape[:-1].concatenate([self.units]))
+      if self.use_bias:
+        outputs = tf.nn.bias_add(outputs, self.bias)
+      return fused_kernels.composite_gelu(outputs)
     flat = tf.reshape(inputs, [-1, inputs.shape[-1]])
     product = tf.matmul(tf.cast(flat, self.matmul_dtype),
                         tf.cast(self.kernel, self.matmul_dtype))
