@@ -10,12 +10,18 @@ in several (one pass per op):
   forward and gradient, bit-identical to TensorFlow's graph of the
   composite (the same roundings, grappler's rewrites included), so
   float32 training uses it too.
+The two float32 ones repeat TensorFlow 2.20's x86-64 build (AVX, no FMA)
+and exist on x86-64 only (composite_kernels_available).
 - modeling/kernels/attention_softmax.cc: the attention's scale, mask,
   softmax and dropout (stateless_dropout's masks) between its two
   bfloat16 matmuls, forward and gradient: bfloat16 training only.
 - modeling/kernels/layer_norm.cc: residual add and LayerNorm, forward
   and gradient. Rounds differently from Keras' (~1e-7): bfloat16
   training only.
+- modeling/kernels/layer_norm_float32.cc: the same in float32,
+  bit-identical to TensorFlow's graph of Keras' LayerNormalization (its
+  sums in Eigen's order, its rsqrt the CPU's), so float32 training uses
+  it too.
 - modeling/kernels/adamw.cc: the original optimizer's update
   (AdamWeightDecay), weight and slots in one pass, bit-identical to its
   op-by-op float32 arithmetic: both precisions.
@@ -59,7 +65,7 @@ def sources(kernels_dir=None):
 # by op: compiled without -ffast-math and without contracting a * b + c
 # (but without errno, which would keep sqrt from vectorizing; IEEE's
 # vector sqrt rounds as the scalar one).
-EXACT_SOURCES = ("adamw.cc", "gelu_float32.cc")
+EXACT_SOURCES = ("adamw.cc", "gelu_float32.cc", "layer_norm_float32.cc")
 
 
 def build(library=LIBRARY, kernels_dir=None):
@@ -145,6 +151,13 @@ def ops():
 def available():
   """Whether the kernels are built and load."""
   return ops() is not None
+
+
+def composite_kernels_available():
+  """Whether the float32 kernels that round as TensorFlow's composites
+  (composite_gelu, add_layer_norm's composite) are built and load: on
+  x86-64 only."""
+  return available() and hasattr(ops(), "composite_gelu")
 
 
 def gelu(x, exact=False):
@@ -306,7 +319,7 @@ def attention_softmax(scores, attention_mask, scale, rate=0.0, seed=None):
   return fused(scores)
 
 
-def add_layer_norm(x, residual, gamma, beta, epsilon):
+def add_layer_norm(x, residual, gamma, beta, epsilon, composite=False):
   """LayerNorm over the last axis of x + residual, through the fused
   kernel (gradient included).
 
@@ -315,6 +328,12 @@ def add_layer_norm(x, residual, gamma, beta, epsilon):
     residual: float32 Tensor like x, or None (LayerNorm of x alone).
     gamma, beta: float32 [W] Tensors or variables, the scale and offset.
     epsilon: float, added to the variance.
+    composite: bool, through kernels/layer_norm_float32.cc: bit for bit
+      as TensorFlow's graph of Keras' LayerNormalization (and the add
+      before it), in a tf.function, where x's shape is fully known (an
+      unknown one makes the gradient divide by W where grappler otherwise
+      multiplies by 1/W) and W is at most 8192 (past which Eigen's sums
+      split each row in two); see composite_kernels_available.
 
   Returns:
     float32 Tensor like x.
@@ -325,12 +344,14 @@ def add_layer_norm(x, residual, gamma, beta, epsilon):
   @tf.custom_gradient
   def fused(x, residual, gamma, beta):
     kernels = ops()
-    y, mean, rstd = kernels.fused_add_layer_norm(x, residual, gamma, beta,
-                                                 epsilon=epsilon)
+    forward, backward = (
+        (kernels.composite_add_layer_norm,
+         kernels.composite_add_layer_norm_grad) if composite else
+        (kernels.fused_add_layer_norm, kernels.fused_add_layer_norm_grad))
+    y, mean, rstd = forward(x, residual, gamma, beta, epsilon=epsilon)
 
     def grad(dy):
-      ds, dgamma, dbeta = kernels.fused_add_layer_norm_grad(
-          dy, x, residual, gamma, mean, rstd)
+      ds, dgamma, dbeta = backward(dy, x, residual, gamma, mean, rstd)
       # An empty residual (none) has an empty gradient.
       return (ds, ds if residual.shape.num_elements() != 0 else None,
               dgamma, dbeta)

@@ -192,7 +192,8 @@ class Dense(keras.layers.Dense):
     """[..., in] -> [..., units], float32 (or bfloat16, see __init__)."""
     if self.matmul_dtype in (tf.float32, self.compute_dtype):
       if not (self.composite_gelu and inputs.dtype == tf.float32 and
-              not tf.executing_eagerly() and fused_kernels.available()):
+              not tf.executing_eagerly() and
+              fused_kernels.composite_kernels_available()):
         return super().call(inputs)
       # Keras' Dense.call without the activation: the same ops.
       rank = inputs.shape.rank
@@ -250,6 +251,10 @@ class LayerNorm(keras.layers.LayerNormalization):
     super().__init__(*args, **kwargs)
     self.fused_kernel = (fused_kernels_enabled() and
                          matmul_dtype() != tf.float32)
+    # float32: the kernel that rounds as the composite does, where it can
+    # (fused_kernels.add_layer_norm's composite).
+    self.composite_kernel = (fused_kernels_enabled() and
+                             matmul_dtype() == tf.float32)
 
   def build(self, input_shape):
     super().build(input_shape)
@@ -270,6 +275,13 @@ class LayerNorm(keras.layers.LayerNormalization):
         fused_kernels.available()):
       return fused_kernels.add_layer_norm(inputs, residual, self.gamma,
                                           self.beta, self.epsilon)
+    if (self.composite_kernel and inputs.dtype == tf.float32 and
+        inputs.shape.is_fully_defined() and inputs.shape[-1] <= 8192 and
+        not tf.executing_eagerly() and
+        fused_kernels.composite_kernels_available()):
+      return fused_kernels.add_layer_norm(inputs, residual, self.gamma,
+                                          self.beta, self.epsilon,
+                                          composite=True)
     if residual is not None:
       inputs += residual
     return super().call(inputs)

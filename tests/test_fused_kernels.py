@@ -189,6 +189,106 @@ def bits(tensor):
   return np.asarray(tensor).view(np.uint32)
 
 
+@pytest.fixture
+def composite_kernels(kernels):
+  if not fused_kernels.composite_kernels_available():
+    pytest.skip("the float32 kernels exist on x86-64 only")
+  return kernels
+
+
+def value_and_gradients(fn, inputs, upstream, signature=None):
+  """fn(*inputs) and its gradients for upstream, in a tf.function (where
+  grappler rewrites the composites), as NumPy bits."""
+
+  @tf.function(input_signature=signature)
+  def run(*inputs):
+    with tf.GradientTape() as tape:
+      tape.watch(inputs)
+      y = fn(*inputs)
+    grads = tape.gradient(y, list(inputs) + fn_weights, upstream)
+    return [y] + [tf.zeros([0]) if g is None else g for g in grads]
+
+  fn_weights = getattr(fn, "weights", [])
+  return [bits(v) for v in run(*inputs)]
+
+
+@pytest.mark.parametrize("shape,known", [
+    ((25600,), True), ((25601,), True), ((8, 128, 3072), True),
+    ((1024, 3072), False), ((7, 37), True)])
+def test_float32_gelu_kernel_is_the_composite_bit_for_bit(composite_kernels,
+                                                          shape, known):
+  """The composite in a tf.function (whose gradient grappler associates
+  one way up to 100 KiB of known shape, another above it) is the
+  reference: values and gradients bit-equal, the clamp of tanh's rational
+  approximation (|u| >= 7.907...), zeros and tiny values included."""
+  del composite_kernels
+  rng = np.random.RandomState(11)
+  x = (rng.randn(*shape) * 3.0).astype(np.float32)
+  x.flat[:8] = [0.0, -0.0, 5.0, -5.0, 5.5, 30.0, -30.0, 1e-30]
+  x = tf.constant(x)
+  upstream = tf.constant(rng.randn(*shape).astype(np.float32))
+  signature = None if known else [tf.TensorSpec([None, shape[1]])]
+  want = value_and_gradients(layers.gelu, [x], upstream, signature)
+  got = value_and_gradients(fused_kernels.composite_gelu, [x], upstream,
+                            signature)
+  np.testing.assert_array_equal(got[0], want[0])
+  np.testing.assert_array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("shape,residual", [
+    ((8, 128, 768), True), ((8, 128, 768), False), ((40, 37), True),
+    ((7, 384), True), ((1023, 64), False), ((15, 16), True)])
+def test_float32_layer_norm_kernel_is_the_composite_bit_for_bit(
+    composite_kernels, reset_layers, shape, residual):
+  """Keras' LayerNormalization after the residual add in a tf.function is
+  the reference: the output and the gradients of x, the residual, gamma
+  and beta bit-equal, for widths with a scalar tail (37), rows with one
+  (1023, 7) and fewer than 16 rows (whose column sums run in order)."""
+  del composite_kernels, reset_layers
+  rng = np.random.RandomState(12)
+  x, res, upstream = [tf.constant((rng.randn(*shape) * 2.0 + 0.5).astype(
+      np.float32)) for _ in range(3)]
+  gamma, beta = rng.randn(2, shape[-1]).astype(np.float32)
+  results, op_types = [], []
+  for composite in (False, True):
+    layers.set_fused_kernels(composite)
+    norm = layers.layer_norm()
+    norm.build([None, shape[-1]])
+    norm.set_weights([gamma, beta])
+    apply = lambda x, r, norm=norm: norm(x, r if residual else None)
+    apply.weights = norm.weights
+    results.append(value_and_gradients(apply, [x, res], upstream))
+    op_types.append(graph_op_types(lambda t, apply=apply: apply(t, res), x))
+  assert "CompositeAddLayerNorm" not in op_types[0]
+  assert "CompositeAddLayerNorm" in op_types[1]
+  for got, want in zip(results[1], results[0]):
+    np.testing.assert_array_equal(got, want)
+
+
+def test_float32_layer_norm_kernel_waits_for_a_known_shape(
+    composite_kernels, reset_layers):
+  """Of unknown rows grappler divides the gradient by W instead of
+  multiplying by 1/W: the composite runs there, and eagerly (no grappler
+  at all)."""
+  del composite_kernels, reset_layers
+  layers.set_fused_kernels(True)
+  norm = layers.layer_norm()
+  norm.build([None, 8])
+  known = tf.function(norm).get_concrete_function(tf.TensorSpec([4, 8]))
+  unknown = tf.function(norm).get_concrete_function(
+      tf.TensorSpec([None, 8]))
+  assert "CompositeAddLayerNorm" in {op.type for op in
+                                     known.graph.get_operations()}
+  assert "CompositeAddLayerNorm" not in {op.type for op in
+                                         unknown.graph.get_operations()}
+  x = tf.constant(np.random.RandomState(3).randn(4, 8), tf.float32)
+  layers.set_fused_kernels(False)
+  plain = layers.layer_norm()
+  plain.build([None, 8])
+  plain.set_weights(norm.get_weights())
+  np.testing.assert_array_equal(bits(norm(x)), bits(plain(x)))
+
+
 @pytest.mark.parametrize("shape", [(13,), (3, 5, 7), (2, 1031), (4, 3, 17, 17)])
 @pytest.mark.parametrize("rate,seed", [(0.1, [7, 123456789012]),
                                        (0.5, [-3, 2 ** 62 + 5])])
@@ -329,13 +429,14 @@ def three_steps(fused, matmul_dtype, skip_padding):
 def test_float32_training_with_them_is_bit_identical(kernels, reset_layers,
                                                      skip_padding):
   """float32 training with and without the fused kernels (the dropout, the
-  feed-forward's GELU and the optimizer's update are the ones float32
-  uses): every loss and weight bit-equal."""
+  feed-forward's GELU, the LayerNorms and the optimizer's update are the
+  ones float32 uses): every loss and weight bit-equal."""
   del kernels, reset_layers
   losses, _, weights, ops = three_steps(False, tf.float32, skip_padding)
   fused_losses, _, fused_weights, fused_ops = three_steps(True, tf.float32,
                                                           skip_padding)
-  used = {"FusedDropout", "FusedAdamWeightDecay", "CompositeGelu"}
+  used = {"FusedDropout", "FusedAdamWeightDecay", "CompositeGelu",
+          "CompositeAddLayerNorm"}
   assert not ops & used
   assert used <= fused_ops
   assert not fused_ops & {"FusedGelu", "FusedBiasGelu", "FusedAddLayerNorm",

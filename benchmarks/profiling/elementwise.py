@@ -2,7 +2,8 @@
 could save: each piece forward and backward at the step's shapes, as the
 model computes it today and in fused forms (XLA on the piece alone, fewer
 ops, and the C++ kernels of training on CPUs, modeling/fused_kernels.py,
-one pass each way).
+one pass each way; for the GELU and LayerNorm also the float32 kernels
+that round as the composite does).
 
 Times are medians of alternated calls; "passes" divides each by the time
 of one elementwise op over the same tensor (y = 2x: read once, write
@@ -136,6 +137,9 @@ def pieces(rows, fused):
   if fused:
     gelu["fused kernel, one pass each way"] = forward_backward(
         fused_kernels.gelu, wide)
+  if fused and fused_kernels.composite_kernels_available():
+    gelu["float32 kernel, the composite's bits"] = forward_backward(
+        fused_kernels.composite_gelu, wide)
   # The erf form (gelu_exact: all-MiniLM-L6-v2's, HuggingFace's "gelu").
   gelu_exact = {"composite (ours)": forward_backward(layers.gelu_exact, wide)}
   if fused:
@@ -175,6 +179,11 @@ def pieces(rows, fused):
         lambda x: fused_kernels.add_layer_norm(
             x, residual, gamma, beta, layers.LAYER_NORM_EPSILON), narrow,
         [gamma, beta])
+  if fused and fused_kernels.composite_kernels_available():
+    layer_norm["float32 kernel, the composite's bits"] = forward_backward(
+        lambda x: fused_kernels.add_layer_norm(
+            x, residual, gamma, beta, layers.LAYER_NORM_EPSILON,
+            composite=True), narrow, [gamma, beta])
 
   seed = tf.constant([1, 2], tf.int64)
   dropout = {

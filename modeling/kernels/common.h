@@ -49,6 +49,21 @@ inline tensorflow::Status RowsAndWidth(const tensorflow::Tensor& x,
   return tensorflow::OkStatus();
 }
 
+// The residual input's data, or null where it is empty (no residual).
+inline tensorflow::Status Residual(const tensorflow::Tensor& x,
+                                   const tensorflow::Tensor& residual,
+                                   const float** data) {
+  *data = nullptr;
+  if (residual.NumElements() == 0) return tensorflow::OkStatus();
+  if (residual.shape() != x.shape()) {
+    return tensorflow::errors::InvalidArgument(
+        "x and residual differ in shape: ", x.shape().DebugString(), " and ",
+        residual.shape().DebugString());
+  }
+  *data = residual.flat<float>().data();
+  return tensorflow::OkStatus();
+}
+
 // Blocks of rows whose column sums are kept apart, then added: each
 // block runs on one thread.
 constexpr int64_t kMaxBlocks = 64;

@@ -22,6 +22,10 @@
 // (fused_kernels.EXACT_SOURCES): IEEE products, sums and quotients round
 // alike at every vector width, so the loops vectorize and stay exact.
 
+// Only for x86-64, the build whose rounding it repeats: elsewhere the
+// ops are not registered and the composite runs.
+#if defined(__x86_64__)
+
 #include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
@@ -156,3 +160,5 @@ REGISTER_KERNEL_BUILDER(Name("CompositeGelu").Device(tensorflow::DEVICE_CPU),
 REGISTER_KERNEL_BUILDER(
     Name("CompositeGeluGrad").Device(tensorflow::DEVICE_CPU),
     CompositeGeluGradOp);
+
+#endif  // defined(__x86_64__)

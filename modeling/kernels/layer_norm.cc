@@ -29,6 +29,7 @@ using tensorflow::OpKernelConstruction;
 using tensorflow::OpKernelContext;
 using tensorflow::Tensor;
 using tensorflow::TensorShape;
+using bert_kernels::Residual;
 using bert_kernels::RowsAndWidth;
 using bert_kernels::RowsWithColumnSums;
 using bert_kernels::Shard;
@@ -87,20 +88,6 @@ CPU_CLONES void RowGradient(const float* row, const float* dy,
     const float xhat = (row[i] - mean) * rstd;
     out[i] = rstd * (dy[i] * gamma[i] - mean_g - xhat * mean_gx);
   }
-}
-
-// The residual input's data, or null where it is empty (no residual).
-tensorflow::Status Residual(const Tensor& x, const Tensor& residual,
-                            const float** data) {
-  *data = nullptr;
-  if (residual.NumElements() == 0) return tensorflow::OkStatus();
-  if (residual.shape() != x.shape()) {
-    return tensorflow::errors::InvalidArgument(
-        "x and residual differ in shape: ", x.shape().DebugString(), " and ",
-        residual.shape().DebugString());
-  }
-  *data = residual.flat<float>().data();
-  return tensorflow::OkStatus();
 }
 
 class FusedAddLayerNormOp : public OpKernel {
