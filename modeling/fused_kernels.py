@@ -10,8 +10,9 @@ in several (one pass per op):
   forward and gradient, bit-identical to TensorFlow's graph of the
   composite (the same roundings, grappler's rewrites included), so
   float32 training uses it too.
-The two float32 ones repeat TensorFlow 2.20's x86-64 build (AVX, no FMA)
-and exist on x86-64 only (composite_kernels_available).
+- modeling/kernels/softmax_float32.cc: the gradient of the attention's
+  scaled, masked softmax in float32, bit-identical to TensorFlow's graph
+  of it: float32 training's attention.
 - modeling/kernels/attention_softmax.cc: the attention's scale, mask,
   softmax and dropout (stateless_dropout's masks) between its two
   bfloat16 matmuls, forward and gradient: bfloat16 training only.
@@ -28,6 +29,9 @@ and exist on x86-64 only (composite_kernels_available).
 - modeling/kernels/dropout.cc: inverted dropout with exactly the masks of
   tf.nn.experimental.stateless_dropout; outputs and gradients are
   bit-identical to the composite's, so float32 training uses it too.
+The float32 ones that round as the composites (GELU, LayerNorm, softmax
+gradient) repeat TensorFlow 2.20's x86-64 build (AVX, no FMA) and exist
+on x86-64 only (composite_kernels_available).
 
 `make setup` builds them into one library with g++ against the installed
 TensorFlow (fused_kernels.main()); where that fails (no compiler)
@@ -65,7 +69,8 @@ def sources(kernels_dir=None):
 # by op: compiled without -ffast-math and without contracting a * b + c
 # (but without errno, which would keep sqrt from vectorizing; IEEE's
 # vector sqrt rounds as the scalar one).
-EXACT_SOURCES = ("adamw.cc", "gelu_float32.cc", "layer_norm_float32.cc")
+EXACT_SOURCES = ("adamw.cc", "gelu_float32.cc", "layer_norm_float32.cc",
+                 "softmax_float32.cc")
 
 
 def build(library=LIBRARY, kernels_dir=None):
@@ -155,8 +160,9 @@ def available():
 
 def composite_kernels_available():
   """Whether the float32 kernels that round as TensorFlow's composites
-  (composite_gelu, add_layer_norm's composite) are built and load: on
-  x86-64 only."""
+  (composite_gelu, add_layer_norm's composite, scaled_softmax) are built
+  and
+  load: on x86-64 only."""
   return available() and hasattr(ops(), "composite_gelu")
 
 
@@ -212,6 +218,35 @@ def composite_gelu(x):
             dy, x, constant_with_square=with_square))
 
   return fused(x)
+
+
+def scaled_softmax(product, scale, adder):
+  """tf.nn.softmax(product * scale + adder) over the last axis, the
+  attention's probabilities, through TensorFlow's own ops, whose gradient
+  with respect to product is kernels/softmax_float32.cc: one pass, bit for
+  bit as TensorFlow's graph of the composite's gradient (see
+  composite_kernels_available). In a tf.function only.
+
+  Args:
+    product: float32 Tensor [B, N, F, T], the queries' and keys' products,
+      on the CPU.
+    scale: float, 1 / sqrt(size per head).
+    adder: float32 Tensor broadcast to product's shape (0 where attending
+      is allowed, a large negative where not); no gradient.
+
+  Returns:
+    float32 Tensor like product.
+  """
+
+  @tf.custom_gradient
+  def fused(product):
+    scores = product * scale
+    scores += adder
+    probs = tf.nn.softmax(scores)
+    return probs, lambda dy: ops().composite_softmax_grad(dy, probs,
+                                                          scale=scale)
+
+  return fused(product)
 
 
 def bias_gelu(x, bias, exact=False):

@@ -521,6 +521,10 @@ class SelfAttention(keras.layers.Layer):
     # one kernel, bfloat16 in and out (fused_kernels.attention_softmax).
     self.fused_softmax = (fused_kernels_enabled() and
                           self.matmul_dtype == tf.bfloat16)
+    # float32: the softmax's gradient in one pass, bit-identical to the
+    # composite's (fused_kernels.scaled_softmax).
+    self.composite_softmax_grad = (fused_kernels_enabled() and
+                                   self.matmul_dtype == tf.float32)
 
   def build(self, input_shape):
     # The fused softmax draws the dropout's seeds without calling it.
@@ -573,10 +577,16 @@ class SelfAttention(keras.layers.Layer):
     else:
       # [B, N, F, T]. Scaled after the product, in the original's order.
       scores = matmul(query, key, self.matmul_dtype, transpose_b=True)
-      scores *= scale
       adder = (1.0 - tf.cast(attention_mask, scores.dtype)) * MASK_ADDER
-      scores += adder[:, tf.newaxis, :, :]  # [B, 1, F or 1, T]
-      probs = tf.nn.softmax(scores)
+      adder = adder[:, tf.newaxis, :, :]  # [B, 1, F or 1, T]
+      if (self.composite_softmax_grad and scores.dtype == tf.float32 and
+          not tf.executing_eagerly() and
+          fused_kernels.composite_kernels_available()):
+        probs = fused_kernels.scaled_softmax(scores, scale, adder)
+      else:
+        scores *= scale
+        scores += adder
+        probs = tf.nn.softmax(scores)
       probs = self.dropout(probs, training=training, seed=dropout_seed)
       context = matmul(probs, value, self.matmul_dtype)  # [B, N, F, D]
     context = tf.transpose(context, [0, 2, 1, 3])  # [B, F, N, D]
