@@ -6,10 +6,10 @@ in several (one pass per op):
   form of gelu_exact), forward and gradient, in float32 or with the bias
   add between two bfloat16 matmuls. Rounds differently from the
   composite (~1e-6): bfloat16 training only.
-- modeling/kernels/gelu_float32.cc: the original's GELU in float32,
-  forward and gradient, bit-identical to TensorFlow's graph of the
-  composite (the same roundings, grappler's rewrites included), so
-  float32 training uses it too.
+- modeling/kernels/gelu_float32.cc: the bias add and the original's GELU
+  in float32, forward and gradient (the bias's too), bit-identical to
+  TensorFlow's graph of the composite (the same roundings, grappler's
+  rewrites included), so float32 training uses it too.
 - modeling/kernels/softmax_float32.cc: the gradient of the attention's
   scaled, masked softmax in float32, bit-identical to TensorFlow's graph
   of it: float32 training's attention.
@@ -126,7 +126,7 @@ def _compile(command):
 # Python, run once while tracing).
 @tf.autograph.experimental.do_not_convert
 def ops():
-  """The loaded kernels (fused_gelu, fused_bias_gelu, composite_gelu,
+  """The loaded kernels (fused_gelu, fused_bias_gelu, composite_bias_gelu,
   fused_dropout,
   fused_attention_softmax, fused_add_layer_norm and their gradients,
   fused_adam_weight_decay), or
@@ -160,10 +160,10 @@ def available():
 
 def composite_kernels_available():
   """Whether the float32 kernels that round as TensorFlow's composites
-  (composite_gelu, add_layer_norm's composite, scaled_softmax) are built
-  and
+  (composite_bias_gelu, add_layer_norm's composite, scaled_softmax) are
+  built and
   load: on x86-64 only."""
-  return available() and hasattr(ops(), "composite_gelu")
+  return available() and hasattr(ops(), "composite_bias_gelu")
 
 
 def gelu(x, exact=False):
@@ -187,45 +187,70 @@ def gelu(x, exact=False):
   return fused(tf.convert_to_tensor(x))
 
 
-# Tensors of known shape up to this many bytes get the gradient's cubic
-# term as (x * x * 0.134145) * dy from grappler, larger ones as
-# (x * x) * (0.134145 * dy): 100 KiB, grappler's kMaxConstantSize
-# (kernels/gelu_float32.cc; tests/test_fused_kernels.py pins both sides).
+# grappler's kMaxConstantSize: at or below it (or of unknown shape) grappler
+# associates the GELU gradient's products otherwise (kernels/gelu_float32.cc).
 _GRAPPLER_MAX_CONSTANT_BYTES = 100 * 1024
 
 
-def composite_gelu(x):
-  """modeling.layers.gelu (the original's tanh form) in float32 in one
-  pass each way, value and gradient bit for bit as TensorFlow's graph of
-  the composite computes them (kernels/gelu_float32.cc). Only inside a
-  tf.function: eagerly the composite runs without grappler's rewrites
-  and rounds otherwise.
+def composite_bias_gelu_applies(x):
+  """Whether composite_bias_gelu rounds as the composite for x: a float32
+  Tensor of known shape above 100 KiB, in a tf.function, with the
+  float32 kernels built."""
+  return (x.dtype == tf.float32 and x.shape.is_fully_defined() and
+          4 * x.shape.num_elements() > _GRAPPLER_MAX_CONSTANT_BYTES and
+          not tf.executing_eagerly() and composite_kernels_available())
+
+
+def _sorts_before_gradient(forward_name, gradient_name):
+  """Whether grappler orders a forward tensor before the gradient's tensors
+  in a product, so that a constant pushed down it pairs with the forward
+  one: it orders the two factors by op name, the greater first (for the
+  op named forward_name in the current name scope, against the tape's
+  gradient_name, gradient_tape/<scope>/...; pinned by
+  tests/test_fused_kernels.py in scopes on both sides)."""
+  scope = tf.get_current_name_scope()
+  scope = scope + "/" if scope else ""
+  return scope + forward_name < "gradient_tape/" + scope + gradient_name
+
+
+def composite_bias_gelu(x, bias):
+  """modeling.layers.gelu(tf.nn.bias_add(x, bias)) (the original's tanh
+  form) in float32 in one pass each way, value and gradients (bias's
+  included) bit for bit as TensorFlow's graph of the composite computes
+  them in the current name scope (kernels/gelu_float32.cc), where
+  composite_bias_gelu_applies(x).
 
   Args:
-    x: float32 Tensor of any shape, on the CPU.
+    x: float32 Tensor [..., W], on the CPU: a matmul's products.
+    bias: float32 [W] Tensor or variable.
 
   Returns:
-    float32 Tensor like x; its gradient is the kernel's.
+    float32 Tensor like x; its gradients are the kernel's.
   """
-  size = x.shape.num_elements()
-  with_square = size is None or 4 * size <= _GRAPPLER_MAX_CONSTANT_BYTES
+  # The composite's BiasAdd against its gradient's Square of it.
+  input_first = _sorts_before_gradient("BiasAdd", "Pow/Pow")
 
   @tf.custom_gradient
-  def fused(x):
+  def fused(x, bias):
     kernels = ops()
-    return kernels.composite_gelu(x), (
-        lambda dy: kernels.composite_gelu_grad(
-            dy, x, constant_with_square=with_square))
 
-  return fused(x)
+    def grad(dy):
+      return kernels.composite_bias_gelu_grad(dy, x, bias,
+                                              input_first=input_first)
+
+    return kernels.composite_bias_gelu(x, bias, input_first=input_first), grad
+
+  return fused(x, tf.convert_to_tensor(bias))
 
 
 def scaled_softmax(product, scale, adder):
   """tf.nn.softmax(product * scale + adder) over the last axis, the
   attention's probabilities, through TensorFlow's own ops, whose gradient
   with respect to product is kernels/softmax_float32.cc: one pass, bit for
-  bit as TensorFlow's graph of the composite's gradient (see
-  composite_kernels_available). In a tf.function only.
+  bit as TensorFlow's graph of the composite's gradient in the current
+  name scope, in a tf.function where product's shape is fully known (of an unknown one grappler leaves
+  the scale after the softmax's gradient; see also
+  composite_kernels_available).
 
   Args:
     product: float32 Tensor [B, N, F, T], the queries' and keys' products,
@@ -238,13 +263,16 @@ def scaled_softmax(product, scale, adder):
     float32 Tensor like product.
   """
 
+  # The composite's Softmax against its gradient's difference.
+  scale_on_probs = _sorts_before_gradient("Softmax", "sub")
+
   @tf.custom_gradient
   def fused(product):
     scores = product * scale
     scores += adder
     probs = tf.nn.softmax(scores)
-    return probs, lambda dy: ops().composite_softmax_grad(dy, probs,
-                                                          scale=scale)
+    return probs, lambda dy: ops().composite_softmax_grad(
+        dy, probs, scale=scale, scale_on_probs=scale_on_probs)
 
   return fused(product)
 

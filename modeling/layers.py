@@ -174,13 +174,15 @@ class Dense(keras.layers.Dense):
                        self.activation in (gelu, gelu_exact) and
                        self.matmul_dtype != tf.float32)
     self.bfloat16_output = self.fused_gelu and output_feeds_matmul
-    # The feed-forward's float32 GELU in one pass each way, bit-identical
-    # to the composite in a tf.function (fused_kernels.composite_gelu).
-    # Not in other layers: the masked-LM head's transform is a rank-2
-    # matmul whose bias add and GELU oneDNN's graph rewrite may fuse.
+    # The feed-forward's float32 bias add and GELU in one pass each way,
+    # bit-identical to the composite in a tf.function
+    # (fused_kernels.composite_bias_gelu). Not in other layers: the
+    # masked-LM head's transform is a rank-2 matmul whose bias add and
+    # GELU oneDNN's graph rewrite may fuse.
     self.composite_gelu = (fused_kernels_enabled() and
-                           self.activation is gelu and output_feeds_matmul
-                           and self.matmul_dtype == tf.float32)
+                           self.activation is gelu and self.use_bias and
+                           output_feeds_matmul and
+                           self.matmul_dtype == tf.float32)
     if self.matmul_dtype not in (tf.float32, self.compute_dtype):
       # Inputs as they come, bfloat16 ones (from a bfloat16_output layer)
       # included: Keras would cast them to float32, a pass for nothing.
@@ -191,20 +193,18 @@ class Dense(keras.layers.Dense):
   def call(self, inputs):
     """[..., in] -> [..., units], float32 (or bfloat16, see __init__)."""
     if self.matmul_dtype in (tf.float32, self.compute_dtype):
-      if not (self.composite_gelu and inputs.dtype == tf.float32 and
-              not tf.executing_eagerly() and
-              fused_kernels.composite_kernels_available()):
+      if not (self.composite_gelu and inputs.dtype == tf.float32):
         return super().call(inputs)
-      # Keras' Dense.call without the activation: the same ops.
+      # Keras' Dense.call: the same ops.
       rank = inputs.shape.rank
       if rank == 2 or rank is None:
         outputs = tf.matmul(a=inputs, b=self.kernel)
       else:
         outputs = tf.tensordot(inputs, self.kernel, [[rank - 1], [0]])
         outputs.set_shape(inputs.shape[:-1].concatenate([self.units]))
-      if self.use_bias:
-        outputs = tf.nn.bias_add(outputs, self.bias)
-      return fused_kernels.composite_gelu(outputs)
+      if fused_kernels.composite_bias_gelu_applies(outputs):
+        return fused_kernels.composite_bias_gelu(outputs, self.bias)
+      return self.activation(tf.nn.bias_add(outputs, self.bias))
     flat = tf.reshape(inputs, [-1, inputs.shape[-1]])
     product = tf.matmul(tf.cast(flat, self.matmul_dtype),
                         tf.cast(self.kernel, self.matmul_dtype))
@@ -560,8 +560,10 @@ class SelfAttention(keras.layers.Layer):
 
     query, key, value = [projected(dense)
                          for dense in (self.query, self.key, self.value)]
-    batch_size = tf.shape(query)[0]
-    seq_length = tf.shape(query)[1]
+    # Static where known: the float32 softmax kernel needs the scores'
+    # shape (fused_kernels.scaled_softmax).
+    batch_size = query.shape[0] or tf.shape(query)[0]
+    seq_length = query.shape[1] or tf.shape(query)[1]
     query, key, value = [self._split_heads(x, batch_size, seq_length)
                          for x in (query, key, value)]
     scale = 1.0 / math.sqrt(float(self.size_per_head))
@@ -580,7 +582,7 @@ class SelfAttention(keras.layers.Layer):
       adder = (1.0 - tf.cast(attention_mask, scores.dtype)) * MASK_ADDER
       adder = adder[:, tf.newaxis, :, :]  # [B, 1, F or 1, T]
       if (self.composite_softmax_grad and scores.dtype == tf.float32 and
-          not tf.executing_eagerly() and
+          scores.shape.is_fully_defined() and not tf.executing_eagerly() and
           fused_kernels.composite_kernels_available()):
         probs = fused_kernels.scaled_softmax(scores, scale, adder)
       else:

@@ -196,15 +196,16 @@ def composite_kernels(kernels):
   return kernels
 
 
-def value_and_gradients(fn, inputs, upstream, signature=None):
-  """fn(*inputs) and its gradients for upstream, in a tf.function (where
-  grappler rewrites the composites), as NumPy bits."""
+def value_and_gradients(fn, inputs, upstream, scope="model"):
+  """fn(*inputs) in name scope scope and its gradients for upstream, in a
+  tf.function (where grappler rewrites the composites), as NumPy bits."""
 
-  @tf.function(input_signature=signature)
+  @tf.function
   def run(*inputs):
     with tf.GradientTape() as tape:
       tape.watch(inputs)
-      y = fn(*inputs)
+      with tf.name_scope(scope):
+        y = fn(*inputs)
     grads = tape.gradient(y, list(inputs) + fn_weights, upstream)
     return [y] + [tf.zeros([0]) if g is None else g for g in grads]
 
@@ -212,38 +213,87 @@ def value_and_gradients(fn, inputs, upstream, signature=None):
   return [bits(v) for v in run(*inputs)]
 
 
-@pytest.mark.parametrize("shape,known", [
-    ((25600,), True), ((25601,), True), ((8, 128, 3072), True),
-    ((1024, 3072), False), ((7, 37), True)])
-def test_float32_gelu_kernel_is_the_composite_bit_for_bit(composite_kernels,
-                                                          shape, known):
-  """The composite in a tf.function (whose gradient grappler associates
-  one way up to 100 KiB of known shape, another above it) is the
-  reference: values and gradients bit-equal, the clamp of tanh's rational
-  approximation (|u| >= 7.907...), zeros and tiny values included."""
-  del composite_kernels
+@pytest.mark.parametrize("shape,units", [
+    ((8, 128, 768), 3072), ((3, 11, 32), 800), ((10, 100, 32), 40),
+    ((100, 100, 8), 4), ((3, 11, 32), 37)])
+@pytest.mark.parametrize("scope", ["classifier_model", "pretrainer"])
+def test_float32_feed_forward_gelu_kernel_is_the_composite_bit_for_bit(
+    composite_kernels, reset_layers, shape, units, scope):
+  """The feed-forward's Dense layer (matmul, bias add, GELU) without the
+  kernels in a tf.function is the reference, the context the kernel
+  repeats grappler's rewrites of (products of tensors of known shape
+  above 100 KiB; below, as 33 x 37, the composite runs), in a model scope
+  whose names sort before the gradient's and one after: the output and
+  the gradients of the input, kernel and bias (BiasAddGrad's sums, in
+  row order) bit-equal; products past tanh's clamp included."""
+  del composite_kernels, reset_layers
   rng = np.random.RandomState(11)
-  x = (rng.randn(*shape) * 3.0).astype(np.float32)
-  x.flat[:8] = [0.0, -0.0, 5.0, -5.0, 5.5, 30.0, -30.0, 1e-30]
-  x = tf.constant(x)
+  x = tf.constant(rng.randn(*shape).astype(np.float32))
+  upstream = tf.constant(rng.randn(*shape[:-1], units).astype(np.float32))
+  weights = [rng.randn(shape[-1], units).astype(np.float32) * 3.0 /
+             np.sqrt(shape[-1]), rng.randn(units).astype(np.float32)]
+  results, kernel_used = [], []
+  for fused in (False, True):
+    layers.set_fused_kernels(fused)
+    dense = layers.Dense(units, activation=layers.gelu,
+                         output_feeds_matmul=True, name="intermediate")
+    dense.build([None, shape[-1]])
+    dense.set_weights(weights)
+    apply = lambda x, dense=dense: dense(x)
+    apply.weights = dense.trainable_weights
+    results.append(value_and_gradients(apply, [x], upstream, scope))
+    kernel_used.append("CompositeBiasGelu" in graph_op_types(dense, x))
+  big = np.prod(shape[:-1]) * units * 4 > 100 * 1024
+  assert kernel_used == [False, big]
+  assert np.abs(results[0][0].view(np.float32)).max() > 8.0  # clamped
+  assert len(results[1]) == 4
+  for got, want in zip(results[1], results[0]):
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("shape", [(8, 12, 128, 128), (3, 2, 7, 37),
+                                   (2, 4, 16, 16)])
+@pytest.mark.parametrize("scope", ["classifier_model", "pretrainer"])
+def test_float32_scaled_softmax_gradient_is_the_composite_bit_for_bit(
+    composite_kernels, shape, scope):
+  """The attention's softmax(product * scale + adder) in a tf.function is
+  the reference, in a model scope whose names sort before the gradient's
+  and one after (a scale not a power of two, as MiniLM's 1 / sqrt(32),
+  where it pairs with the probabilities or with the difference as
+  grappler orders them): the probabilities and the product's gradient
+  bit-equal."""
+  del composite_kernels
+  rng = np.random.RandomState(13)
+  product = tf.constant((rng.randn(*shape) * 8.0).astype(np.float32))
+  adder = tf.constant(np.where(rng.rand(shape[0], 1, 1, shape[3]) < 0.2,
+                               -10000.0, 0.0).astype(np.float32))
   upstream = tf.constant(rng.randn(*shape).astype(np.float32))
-  signature = None if known else [tf.TensorSpec([None, shape[1]])]
-  want = value_and_gradients(layers.gelu, [x], upstream, signature)
-  got = value_and_gradients(fused_kernels.composite_gelu, [x], upstream,
-                            signature)
-  np.testing.assert_array_equal(got[0], want[0])
-  np.testing.assert_array_equal(got[1], want[1])
+  scale = 1.0 / math.sqrt(32.0)
+
+  def composite(product):
+    scores = product * scale
+    scores += adder
+    return tf.nn.softmax(scores)
+
+  want = value_and_gradients(composite, [product], upstream, scope)
+  got = value_and_gradients(
+      lambda p: fused_kernels.scaled_softmax(p, scale, adder), [product],
+      upstream, scope)
+  for got_bits, want_bits in zip(got, want):
+    np.testing.assert_array_equal(got_bits, want_bits)
 
 
 @pytest.mark.parametrize("shape,residual", [
     ((8, 128, 768), True), ((8, 128, 768), False), ((40, 37), True),
     ((7, 384), True), ((1023, 64), False), ((15, 16), True)])
+@pytest.mark.parametrize("scope", ["classifier_model", "pretrainer"])
 def test_float32_layer_norm_kernel_is_the_composite_bit_for_bit(
-    composite_kernels, reset_layers, shape, residual):
+    composite_kernels, reset_layers, shape, residual, scope):
   """Keras' LayerNormalization after the residual add in a tf.function is
   the reference: the output and the gradients of x, the residual, gamma
   and beta bit-equal, for widths with a scalar tail (37), rows with one
-  (1023, 7) and fewer than 16 rows (whose column sums run in order)."""
+  (1023, 7) and fewer than 16 rows (whose column sums run in order), in
+  model scopes on both sides of the gradient's names."""
   del composite_kernels, reset_layers
   rng = np.random.RandomState(12)
   x, res, upstream = [tf.constant((rng.randn(*shape) * 2.0 + 0.5).astype(
@@ -257,7 +307,7 @@ def test_float32_layer_norm_kernel_is_the_composite_bit_for_bit(
     norm.set_weights([gamma, beta])
     apply = lambda x, r, norm=norm: norm(x, r if residual else None)
     apply.weights = norm.weights
-    results.append(value_and_gradients(apply, [x, res], upstream))
+    results.append(value_and_gradients(apply, [x, res], upstream, scope))
     op_types.append(graph_op_types(lambda t, apply=apply: apply(t, res), x))
   assert "CompositeAddLayerNorm" not in op_types[0]
   assert "CompositeAddLayerNorm" in op_types[1]
@@ -396,7 +446,7 @@ def test_attention_softmax_against_float64(kernels, mask_rows, rate):
                                     scale)
 
 
-def three_steps(fused, matmul_dtype, skip_padding):
+def three_steps(fused, matmul_dtype, skip_padding, intermediate_size=37):
   """Three AdamW steps of a tiny classifier with dropout 0.1 built with the
   fused kernels switched on or off (the same initial weights and dropout
   seeds either way).
@@ -405,7 +455,8 @@ def three_steps(fused, matmul_dtype, skip_padding):
     (losses, weights before, weights after, the step's op types).
   """
   config = tiny_config(hidden_dropout_prob=0.1,
-                       attention_probs_dropout_prob=0.1)
+                       attention_probs_dropout_prob=0.1,
+                       intermediate_size=intermediate_size)
   batch = padded_pair_batch(config)
   batch["label_ids"] = tf.constant([0, 1, 0])
   task = classifier_task.ClassificationTask(config, 11, ["0", "1"])
@@ -425,20 +476,30 @@ def three_steps(fused, matmul_dtype, skip_padding):
   return losses, start, [w.numpy() for w in trainer.model.weights], ops
 
 
-@pytest.mark.parametrize("skip_padding", [False, True])
-def test_float32_training_with_them_is_bit_identical(kernels, reset_layers,
-                                                     skip_padding):
+@pytest.mark.parametrize("skip_padding,intermediate_size",
+                         [(False, 37), (True, 37), (False, 800)])
+def test_float32_training_with_them_is_bit_identical(
+    kernels, reset_layers, skip_padding, intermediate_size):
   """float32 training with and without the fused kernels (the dropout, the
-  feed-forward's GELU, the LayerNorms and the optimizer's update are the
-  ones float32 uses): every loss and weight bit-equal."""
+  feed-forward's bias add and GELU above 100 KiB (33 tokens x 800), the
+  LayerNorms and the attention softmax's gradient where shapes are known,
+  and the optimizer's update are the ones float32 uses): every loss and
+  weight bit-equal."""
   del kernels, reset_layers
-  losses, _, weights, ops = three_steps(False, tf.float32, skip_padding)
-  fused_losses, _, fused_weights, fused_ops = three_steps(True, tf.float32,
-                                                          skip_padding)
-  used = {"FusedDropout", "FusedAdamWeightDecay", "CompositeGelu",
-          "CompositeAddLayerNorm"}
+  losses, _, weights, ops = three_steps(False, tf.float32, skip_padding,
+                                        intermediate_size)
+  fused_losses, _, fused_weights, fused_ops = three_steps(
+      True, tf.float32, skip_padding, intermediate_size)
+  used = {"FusedDropout", "FusedAdamWeightDecay"}
+  if fused_kernels.composite_kernels_available():
+    used.add("CompositeAddLayerNorm")  # (the embeddings' at least)
+    if not skip_padding:
+      used.add("CompositeSoftmaxGrad")
+    if intermediate_size == 800:
+      used.add("CompositeBiasGelu")
   assert not ops & used
   assert used <= fused_ops
+  assert intermediate_size == 800 or "CompositeBiasGelu" not in fused_ops
   assert not fused_ops & {"FusedGelu", "FusedBiasGelu", "FusedAddLayerNorm",
                           "FusedAttentionSoftmax"}
   assert losses == fused_losses

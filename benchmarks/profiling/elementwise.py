@@ -138,8 +138,10 @@ def pieces(rows, fused):
     gelu["fused kernel, one pass each way"] = forward_backward(
         fused_kernels.gelu, wide)
   if fused and fused_kernels.composite_kernels_available():
-    gelu["float32 kernel, the composite's bits"] = forward_backward(
-        fused_kernels.composite_gelu, wide)
+    zeros = tf.zeros([INTERMEDIATE])
+    gelu["float32 kernel (and a bias), the composite's bits"] = (
+        forward_backward(
+            lambda x: fused_kernels.composite_bias_gelu(x, zeros), wide))
   # The erf form (gelu_exact: all-MiniLM-L6-v2's, HuggingFace's "gelu").
   gelu_exact = {"composite (ours)": forward_backward(layers.gelu_exact, wide)}
   if fused:

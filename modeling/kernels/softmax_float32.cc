@@ -2,8 +2,13 @@
 // the last axis with respect to x, in float32 for CPUs, in one pass over
 // memory, rounded bit for bit as TensorFlow's graph of it (the softmax's
 // gradient, four ops, then the scale's, each a pass of its own) rounds
-// it after grappler has moved the constant scale onto y:
+// it after grappler has pushed the constant scale down the product
+// (dy - Sum(dy * y)) * y, pairing it with the factor it orders second,
+// the greater name first: with the attribute scale_on_probs (the
+// softmax's name, in the model's scope, sorts before the gradient's
+// gradient_tape/..., as in a model named classifier_model)
 //   dx = (dy - Sum(dy * y)) * (y * scale),
+// otherwise (as in pretrainer) dx = y * ((dy - Sum(dy * y)) * scale);
 // the Sum over each row in Eigen's order (eigen_sum.h). So float32
 // training, whose weights must not change by a bit, can use it
 // (modeling/fused_kernels.py, scaled_softmax). Compiled without
@@ -36,10 +41,14 @@ CPU_CLONES void Products(const float* dy, const float* y, float* out,
   for (int64_t i = 0; i < width; ++i) out[i] = dy[i] * y[i];
 }
 
+template <bool kScaleOnProbs>
 CPU_CLONES void RowGradient(const float* dy, const float* y, float sum,
                             float scale, float* out, int64_t width) {
 #pragma omp simd
-  for (int64_t i = 0; i < width; ++i) out[i] = (dy[i] - sum) * (y[i] * scale);
+  for (int64_t i = 0; i < width; ++i) {
+    out[i] = kScaleOnProbs ? (dy[i] - sum) * (y[i] * scale)
+                           : y[i] * ((dy[i] - sum) * scale);
+  }
 }
 
 class CompositeSoftmaxGradOp : public OpKernel {
@@ -47,6 +56,8 @@ class CompositeSoftmaxGradOp : public OpKernel {
   explicit CompositeSoftmaxGradOp(OpKernelConstruction* context)
       : OpKernel(context) {
     OP_REQUIRES_OK(context, context->GetAttr("scale", &scale_));
+    OP_REQUIRES_OK(context,
+                   context->GetAttr("scale_on_probs", &scale_on_probs_));
   }
 
   void Compute(OpKernelContext* context) override {
@@ -65,12 +76,14 @@ class CompositeSoftmaxGradOp : public OpKernel {
     const float* probs = y.flat<float>().data();
     float* out = dx->flat<float>().data();
     const float scale = scale_;
+    const auto row_gradient =
+        scale_on_probs_ ? RowGradient<true> : RowGradient<false>;
     Shard(context, rows, 6 * width, [=](int64_t begin, int64_t end) {
       std::vector<float> products(width);
       for (int64_t r = begin; r < end; ++r) {
         Products(upstream + r * width, probs + r * width, products.data(),
                  width);
-        RowGradient(upstream + r * width, probs + r * width,
+        row_gradient(upstream + r * width, probs + r * width,
                     EigenSum(products.data(), width), scale,
                     out + r * width, width);
       }
@@ -79,12 +92,14 @@ class CompositeSoftmaxGradOp : public OpKernel {
 
  private:
   float scale_;
+  bool scale_on_probs_;
 };
 
 }  // namespace
 
 REGISTER_OP("CompositeSoftmaxGrad")
     .Attr("scale: float")
+    .Attr("scale_on_probs: bool")
     .Input("dy: float")
     .Input("y: float")
     .Output("dx: float")
