@@ -125,8 +125,11 @@ def set_fused_kernels(enabled):
   dropout, bit-identical to the composite (any precision). Layers made
   with bfloat16 matmuls also use the fused GELU (with the bias add where
   a Dense layer's output feeds a matmul) and the fused residual add +
-  LayerNorm (rounding differs by ~1e-6: float32 layers keep the
-  composites). For
+  LayerNorm (rounding differs by ~1e-6). Layers made with float32 matmuls
+  use, on x86-64, the kernels bit-identical to TensorFlow's graph of the
+  composites: the feed-forward's bias add and GELU, the residual add +
+  LayerNorm, the attention softmax's gradient (where their conditions
+  hold: fused_kernels.composite_bias_gelu_applies, known shapes). For
   training on CPUs only (runner_lib.core.precision.set_policy): never
   under XLA (which cannot compile a custom op) nor in an exported graph.
 
@@ -244,7 +247,8 @@ class LayerNorm(keras.layers.LayerNormalization):
   in layers made with bfloat16 matmuls and the fused kernels switched on
   (set_fused_kernels), where the add and the normalization are
   modeling/fused_kernels.py's, one pass each way (rounding differs by
-  ~1e-7).
+  ~1e-7); with float32 matmuls, on inputs of known shape, its kernel
+  that rounds as Keras' graph does, bit for bit.
   """
 
   def __init__(self, *args, **kwargs):
