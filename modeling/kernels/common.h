@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/shape_inference.h"
 
 // The loops are compiled for AVX-512, AVX2 and the baseline, chosen when
 // the library loads, so one build runs on any x86-64 CPU.
@@ -61,6 +62,43 @@ inline tensorflow::Status Residual(const tensorflow::Tensor& x,
         residual.shape().DebugString());
   }
   *data = residual.flat<float>().data();
+  return tensorflow::OkStatus();
+}
+
+// The (x, bias) -> y ops' output allocated like x, after x's rows and
+// width are checked against bias.
+inline tensorflow::Status BiasOpOutput(tensorflow::OpKernelContext* context,
+                                       int64_t* rows, int64_t* width,
+                                       tensorflow::Tensor** y) {
+  const tensorflow::Tensor& x = context->input(0);
+  TF_RETURN_IF_ERROR(
+      RowsAndWidth(x, context->input(1), "bias", rows, width));
+  return context->allocate_output(0, x.shape(), y);
+}
+
+// The (dy, x, bias) -> (dx, dbias) gradient ops' outputs allocated like x
+// and bias, after dy, x and bias are checked.
+inline tensorflow::Status BiasGradOutputs(
+    tensorflow::OpKernelContext* context, int64_t* rows, int64_t* width,
+    tensorflow::Tensor** dx, tensorflow::Tensor** dbias) {
+  const tensorflow::Tensor& dy = context->input(0);
+  const tensorflow::Tensor& x = context->input(1);
+  const tensorflow::Tensor& bias = context->input(2);
+  TF_RETURN_IF_ERROR(RowsAndWidth(x, bias, "bias", rows, width));
+  if (dy.shape() != x.shape()) {
+    return tensorflow::errors::InvalidArgument(
+        "dy and x differ in shape: ", dy.shape().DebugString(), " and ",
+        x.shape().DebugString());
+  }
+  TF_RETURN_IF_ERROR(context->allocate_output(0, x.shape(), dx));
+  return context->allocate_output(1, bias.shape(), dbias);
+}
+
+// Their shape function: dx shaped as x, dbias as bias.
+inline tensorflow::Status BiasGradShapes(
+    tensorflow::shape_inference::InferenceContext* c) {
+  c->set_output(0, c->input(1));
+  c->set_output(1, c->input(2));
   return tensorflow::OkStatus();
 }
 

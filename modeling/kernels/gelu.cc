@@ -35,7 +35,8 @@ using tensorflow::Tensor;
 using bert_kernels::Bfloat16Bits;
 using bert_kernels::Bfloat16ToFloat;
 using bert_kernels::FloatToBfloat16;
-using bert_kernels::RowsAndWidth;
+using bert_kernels::BiasGradOutputs;
+using bert_kernels::BiasOpOutput;
 using bert_kernels::RowsWithColumnSums;
 using bert_kernels::Shard;
 
@@ -172,14 +173,11 @@ class FusedBiasGeluOp : public OpKernel {
   }
 
   void Compute(OpKernelContext* context) override {
-    const Tensor& x = context->input(0);
-    const Tensor& bias = context->input(1);
     int64_t rows = 0, width = 0;
-    OP_REQUIRES_OK(context, RowsAndWidth(x, bias, "bias", &rows, &width));
     Tensor* y = nullptr;
-    OP_REQUIRES_OK(context, context->allocate_output(0, x.shape(), &y));
-    const uint16_t* in = Bfloat16Bits(x);
-    const float* bias_data = bias.flat<float>().data();
+    OP_REQUIRES_OK(context, BiasOpOutput(context, &rows, &width, &y));
+    const uint16_t* in = Bfloat16Bits(context->input(0));
+    const float* bias_data = context->input(1).flat<float>().data();
     uint16_t* out = Bfloat16Bits(y);
     const auto row = exact_ ? BiasGeluRow<true> : BiasGeluRow<false>;
     Shard(context, rows, 25 * width, [=](int64_t begin, int64_t end) {
@@ -201,21 +199,13 @@ class FusedBiasGeluGradOp : public OpKernel {
   }
 
   void Compute(OpKernelContext* context) override {
-    const Tensor& dy = context->input(0);
-    const Tensor& x = context->input(1);
-    const Tensor& bias = context->input(2);
     int64_t rows = 0, width = 0;
-    OP_REQUIRES_OK(context, RowsAndWidth(x, bias, "bias", &rows, &width));
-    OP_REQUIRES(context, dy.shape() == x.shape(),
-                tensorflow::errors::InvalidArgument(
-                    "dy and x differ in shape: ", dy.shape().DebugString(),
-                    " and ", x.shape().DebugString()));
     Tensor *dx = nullptr, *dbias = nullptr;
-    OP_REQUIRES_OK(context, context->allocate_output(0, x.shape(), &dx));
-    OP_REQUIRES_OK(context, context->allocate_output(1, bias.shape(), &dbias));
-    const uint16_t* upstream = Bfloat16Bits(dy);
-    const uint16_t* in = Bfloat16Bits(x);
-    const float* bias_data = bias.flat<float>().data();
+    OP_REQUIRES_OK(context,
+                   BiasGradOutputs(context, &rows, &width, &dx, &dbias));
+    const uint16_t* upstream = Bfloat16Bits(context->input(0));
+    const uint16_t* in = Bfloat16Bits(context->input(1));
+    const float* bias_data = context->input(2).flat<float>().data();
     uint16_t* out = Bfloat16Bits(dx);
     const auto row = exact_ ? BiasGeluGradRow<true> : BiasGeluGradRow<false>;
     RowsWithColumnSums(
@@ -246,11 +236,7 @@ REGISTER_OP("FusedBiasGeluGrad")
     .Input("bias: float")
     .Output("dx: bfloat16")
     .Output("dbias: float")
-    .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
-      c->set_output(0, c->input(1));
-      c->set_output(1, c->input(2));
-      return tensorflow::OkStatus();
-    });
+    .SetShapeFn(bert_kernels::BiasGradShapes);
 REGISTER_KERNEL_BUILDER(Name("FusedBiasGelu").Device(tensorflow::DEVICE_CPU),
                         FusedBiasGeluOp);
 REGISTER_KERNEL_BUILDER(

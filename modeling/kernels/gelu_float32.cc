@@ -52,7 +52,8 @@ using tensorflow::OpKernel;
 using tensorflow::OpKernelConstruction;
 using tensorflow::OpKernelContext;
 using tensorflow::Tensor;
-using bert_kernels::RowsAndWidth;
+using bert_kernels::BiasGradOutputs;
+using bert_kernels::BiasOpOutput;
 using bert_kernels::Shard;
 
 // The composite's constants as float32: 0.044715, np.sqrt(2 / np.pi)
@@ -147,14 +148,11 @@ class CompositeBiasGeluOp : public OpKernel {
   }
 
   void Compute(OpKernelContext* context) override {
-    const Tensor& x = context->input(0);
-    const Tensor& bias = context->input(1);
     int64_t rows = 0, width = 0;
-    OP_REQUIRES_OK(context, RowsAndWidth(x, bias, "bias", &rows, &width));
     Tensor* y = nullptr;
-    OP_REQUIRES_OK(context, context->allocate_output(0, x.shape(), &y));
-    const float* in = x.flat<float>().data();
-    const float* bias_data = bias.flat<float>().data();
+    OP_REQUIRES_OK(context, BiasOpOutput(context, &rows, &width, &y));
+    const float* in = context->input(0).flat<float>().data();
+    const float* bias_data = context->input(1).flat<float>().data();
     float* out = y->flat<float>().data();
     const auto row = input_first_ ? ForwardRow<true> : ForwardRow<false>;
     Shard(context, rows, 30 * width, [=](int64_t begin, int64_t end) {
@@ -176,21 +174,13 @@ class CompositeBiasGeluGradOp : public OpKernel {
   }
 
   void Compute(OpKernelContext* context) override {
-    const Tensor& dy = context->input(0);
-    const Tensor& x = context->input(1);
-    const Tensor& bias = context->input(2);
     int64_t rows = 0, width = 0;
-    OP_REQUIRES_OK(context, RowsAndWidth(x, bias, "bias", &rows, &width));
-    OP_REQUIRES(context, dy.shape() == x.shape(),
-                tensorflow::errors::InvalidArgument(
-                    "dy and x differ in shape: ", dy.shape().DebugString(),
-                    " and ", x.shape().DebugString()));
     Tensor *dx = nullptr, *dbias = nullptr;
-    OP_REQUIRES_OK(context, context->allocate_output(0, x.shape(), &dx));
-    OP_REQUIRES_OK(context, context->allocate_output(1, bias.shape(), &dbias));
-    const float* upstream = dy.flat<float>().data();
-    const float* in = x.flat<float>().data();
-    const float* bias_data = bias.flat<float>().data();
+    OP_REQUIRES_OK(context,
+                   BiasGradOutputs(context, &rows, &width, &dx, &dbias));
+    const float* upstream = context->input(0).flat<float>().data();
+    const float* in = context->input(1).flat<float>().data();
+    const float* bias_data = context->input(2).flat<float>().data();
     float* out = dx->flat<float>().data();
     float* dbias_data = dbias->flat<float>().data();
     const auto columns =
@@ -223,11 +213,7 @@ REGISTER_OP("CompositeBiasGeluGrad")
     .Input("bias: float")
     .Output("dx: float")
     .Output("dbias: float")
-    .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
-      c->set_output(0, c->input(1));
-      c->set_output(1, c->input(2));
-      return tensorflow::OkStatus();
-    });
+    .SetShapeFn(bert_kernels::BiasGradShapes);
 REGISTER_KERNEL_BUILDER(
     Name("CompositeBiasGelu").Device(tensorflow::DEVICE_CPU),
     CompositeBiasGeluOp);

@@ -21,16 +21,17 @@
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "common.h"
+#include "layer_norm_io.h"
 
 namespace {
 
 using tensorflow::OpKernel;
 using tensorflow::OpKernelConstruction;
 using tensorflow::OpKernelContext;
-using tensorflow::Tensor;
-using tensorflow::TensorShape;
-using bert_kernels::Residual;
-using bert_kernels::RowsAndWidth;
+using bert_kernels::GetLayerNormBackward;
+using bert_kernels::GetLayerNormForward;
+using bert_kernels::LayerNormBackward;
+using bert_kernels::LayerNormForward;
 using bert_kernels::RowsWithColumnSums;
 using bert_kernels::Shard;
 
@@ -98,35 +99,18 @@ class FusedAddLayerNormOp : public OpKernel {
   }
 
   void Compute(OpKernelContext* context) override {
-    const Tensor& x = context->input(0);
-    const Tensor& gamma = context->input(2);
-    const Tensor& beta = context->input(3);
-    int64_t rows = 0, width = 0;
-    OP_REQUIRES_OK(context, RowsAndWidth(x, gamma, "gamma", &rows, &width));
-    OP_REQUIRES(context, beta.shape() == gamma.shape(),
-                tensorflow::errors::InvalidArgument("beta must be [width]"));
-    const float* residual = nullptr;
-    OP_REQUIRES_OK(context, Residual(x, context->input(1), &residual));
-    Tensor *y = nullptr, *mean = nullptr, *rstd = nullptr;
-    OP_REQUIRES_OK(context, context->allocate_output(0, x.shape(), &y));
-    OP_REQUIRES_OK(context,
-                   context->allocate_output(1, TensorShape({rows}), &mean));
-    OP_REQUIRES_OK(context,
-                   context->allocate_output(2, TensorShape({rows}), &rstd));
-    const float* in = x.flat<float>().data();
-    const float* gamma_data = gamma.flat<float>().data();
-    const float* beta_data = beta.flat<float>().data();
-    float* out = y->flat<float>().data();
-    float* mean_data = mean->flat<float>().data();
-    float* rstd_data = rstd->flat<float>().data();
+    LayerNormForward io;
+    OP_REQUIRES_OK(context, GetLayerNormForward(context, &io));
+    const int64_t width = io.width;
     const float epsilon = epsilon_;
-    Shard(context, rows, 12 * width, [=](int64_t begin, int64_t end) {
+    Shard(context, io.rows, 12 * width, [=](int64_t begin, int64_t end) {
       std::vector<float> row(width);
       for (int64_t r = begin; r < end; ++r) {
-        RowSum(in + r * width, residual ? residual + r * width : nullptr,
-               row.data(), width);
-        NormalizeRow(row.data(), gamma_data, beta_data, epsilon, width,
-                     out + r * width, mean_data + r, rstd_data + r);
+        RowSum(io.x + r * width,
+               io.residual ? io.residual + r * width : nullptr, row.data(),
+               width);
+        NormalizeRow(row.data(), io.gamma, io.beta, epsilon, width,
+                     io.y + r * width, io.mean + r, io.rstd + r);
       }
     });
   }
@@ -141,85 +125,27 @@ class FusedAddLayerNormGradOp : public OpKernel {
       : OpKernel(context) {}
 
   void Compute(OpKernelContext* context) override {
-    const Tensor& dy = context->input(0);
-    const Tensor& x = context->input(1);
-    const Tensor& gamma = context->input(3);
-    const Tensor& mean = context->input(4);
-    const Tensor& rstd = context->input(5);
-    int64_t rows = 0, width = 0;
-    OP_REQUIRES_OK(context, RowsAndWidth(x, gamma, "gamma", &rows, &width));
-    OP_REQUIRES(context, dy.shape() == x.shape() &&
-                    mean.NumElements() == rows && rstd.NumElements() == rows,
-                tensorflow::errors::InvalidArgument(
-                    "dy must be shaped as x, mean and rstd [rows]"));
-    const float* residual = nullptr;
-    OP_REQUIRES_OK(context, Residual(x, context->input(2), &residual));
-    Tensor *dx = nullptr, *dgamma = nullptr, *dbeta = nullptr;
-    OP_REQUIRES_OK(context, context->allocate_output(0, x.shape(), &dx));
-    OP_REQUIRES_OK(context,
-                   context->allocate_output(1, gamma.shape(), &dgamma));
-    OP_REQUIRES_OK(context,
-                   context->allocate_output(2, gamma.shape(), &dbeta));
-    const float* upstream = dy.flat<float>().data();
-    const float* in = x.flat<float>().data();
-    const float* gamma_data = gamma.flat<float>().data();
-    const float* mean_data = mean.flat<float>().data();
-    const float* rstd_data = rstd.flat<float>().data();
-    float* out = dx->flat<float>().data();
+    LayerNormBackward io;
+    OP_REQUIRES_OK(context, GetLayerNormBackward(context, &io));
+    const int64_t width = io.width;
     // [2, width]: dgamma, then dbeta.
     std::vector<float> sums(2 * width);
     RowsWithColumnSums(
-        context, rows, width, 2, 20 * width,
+        context, io.rows, width, 2, 20 * width,
         [=](int64_t r, float* partial, float* row) {
-          RowSum(in + r * width, residual ? residual + r * width : nullptr,
-                 row, width);
-          RowGradient(row, upstream + r * width, gamma_data, mean_data[r],
-                      rstd_data[r], width, out + r * width, partial,
+          RowSum(io.x + r * width,
+                 io.residual ? io.residual + r * width : nullptr, row, width);
+          RowGradient(row, io.dy + r * width, io.gamma, io.mean[r],
+                      io.rstd[r], width, io.dx + r * width, partial,
                       partial + width);
         },
         sums.data());
-    std::copy(sums.begin(), sums.begin() + width,
-              dgamma->flat<float>().data());
-    std::copy(sums.begin() + width, sums.end(), dbeta->flat<float>().data());
+    std::copy(sums.begin(), sums.begin() + width, io.dgamma);
+    std::copy(sums.begin() + width, sums.end(), io.dbeta);
   }
 };
 
 }  // namespace
 
-REGISTER_OP("FusedAddLayerNorm")
-    .Input("x: float")
-    .Input("residual: float")
-    .Input("gamma: float")
-    .Input("beta: float")
-    .Attr("epsilon: float")
-    .Output("y: float")
-    .Output("mean: float")
-    .Output("rstd: float")
-    .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
-      c->set_output(0, c->input(0));
-      c->set_output(1, c->Vector(c->UnknownDim()));
-      c->set_output(2, c->Vector(c->UnknownDim()));
-      return tensorflow::OkStatus();
-    });
-REGISTER_OP("FusedAddLayerNormGrad")
-    .Input("dy: float")
-    .Input("x: float")
-    .Input("residual: float")
-    .Input("gamma: float")
-    .Input("mean: float")
-    .Input("rstd: float")
-    .Output("dx: float")
-    .Output("dgamma: float")
-    .Output("dbeta: float")
-    .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
-      c->set_output(0, c->input(1));
-      c->set_output(1, c->input(3));
-      c->set_output(2, c->input(3));
-      return tensorflow::OkStatus();
-    });
-REGISTER_KERNEL_BUILDER(
-    Name("FusedAddLayerNorm").Device(tensorflow::DEVICE_CPU),
-    FusedAddLayerNormOp);
-REGISTER_KERNEL_BUILDER(
-    Name("FusedAddLayerNormGrad").Device(tensorflow::DEVICE_CPU),
-    FusedAddLayerNormGradOp);
+REGISTER_ADD_LAYER_NORM("FusedAddLayerNorm", FusedAddLayerNormOp,
+                        FusedAddLayerNormGradOp);

@@ -40,16 +40,17 @@
 #include "tensorflow/core/framework/op_kernel.h"
 #include "common.h"
 #include "eigen_sum.h"
+#include "layer_norm_io.h"
 
 namespace {
 
 using tensorflow::OpKernel;
 using tensorflow::OpKernelConstruction;
 using tensorflow::OpKernelContext;
-using tensorflow::Tensor;
-using tensorflow::TensorShape;
-using bert_kernels::Residual;
-using bert_kernels::RowsAndWidth;
+using bert_kernels::GetLayerNormBackward;
+using bert_kernels::GetLayerNormForward;
+using bert_kernels::LayerNormBackward;
+using bert_kernels::LayerNormForward;
 using bert_kernels::Shard;
 using bert_kernels::EigenSum;
 using bert_kernels::kLanes;
@@ -180,41 +181,24 @@ class CompositeAddLayerNormOp : public OpKernel {
   }
 
   void Compute(OpKernelContext* context) override {
-    const Tensor& x = context->input(0);
-    const Tensor& gamma = context->input(2);
-    const Tensor& beta = context->input(3);
-    int64_t rows = 0, width = 0;
-    OP_REQUIRES_OK(context, RowsAndWidth(x, gamma, "gamma", &rows, &width));
-    OP_REQUIRES(context, beta.shape() == gamma.shape(),
-                tensorflow::errors::InvalidArgument("beta must be [width]"));
-    const float* residual = nullptr;
-    OP_REQUIRES_OK(context, Residual(x, context->input(1), &residual));
-    Tensor *y = nullptr, *mean = nullptr, *rstd = nullptr;
-    OP_REQUIRES_OK(context, context->allocate_output(0, x.shape(), &y));
-    OP_REQUIRES_OK(context,
-                   context->allocate_output(1, TensorShape({rows}), &mean));
-    OP_REQUIRES_OK(context,
-                   context->allocate_output(2, TensorShape({rows}), &rstd));
-    const float* in = x.flat<float>().data();
-    const float* gamma_data = gamma.flat<float>().data();
-    const float* beta_data = beta.flat<float>().data();
-    float* out = y->flat<float>().data();
-    float* mean_data = mean->flat<float>().data();
-    float* rstd_data = rstd->flat<float>().data();
+    LayerNormForward io;
+    OP_REQUIRES_OK(context, GetLayerNormForward(context, &io));
+    const int64_t rows = io.rows, width = io.width;
     const float epsilon = epsilon_;
     Shard(context, rows, 16 * width, [=](int64_t begin, int64_t end) {
       std::vector<float> row(width), squares(width);
       for (int64_t r = begin; r < end; ++r) {
-        RowOfSum(in + r * width, residual ? residual + r * width : nullptr,
-                 row.data(), width);
+        RowOfSum(io.x + r * width,
+                 io.residual ? io.residual + r * width : nullptr, row.data(),
+                 width);
         const float row_mean = EigenSum(row.data(), width) / width;
         Squares(row.data(), row_mean, squares.data(), width);
         const float var = EigenSum(squares.data(), width) / width;
         const float row_rstd = RowRsqrt(epsilon + var, InPacket(r, rows));
-        Normalize(row.data(), gamma_data, beta_data, row_mean, row_rstd,
-                  out + r * width, width);
-        mean_data[r] = row_mean;
-        rstd_data[r] = row_rstd;
+        Normalize(row.data(), io.gamma, io.beta, row_mean, row_rstd,
+                  io.y + r * width, width);
+        io.mean[r] = row_mean;
+        io.rstd[r] = row_rstd;
       }
     });
   }
@@ -229,100 +213,42 @@ class CompositeAddLayerNormGradOp : public OpKernel {
       : OpKernel(context) {}
 
   void Compute(OpKernelContext* context) override {
-    const Tensor& dy = context->input(0);
-    const Tensor& x = context->input(1);
-    const Tensor& gamma = context->input(3);
-    const Tensor& mean = context->input(4);
-    const Tensor& rstd = context->input(5);
-    int64_t rows = 0, width = 0;
-    OP_REQUIRES_OK(context, RowsAndWidth(x, gamma, "gamma", &rows, &width));
-    OP_REQUIRES(context, dy.shape() == x.shape() &&
-                    mean.NumElements() == rows && rstd.NumElements() == rows,
-                tensorflow::errors::InvalidArgument(
-                    "dy must be shaped as x, mean and rstd [rows]"));
-    const float* residual = nullptr;
-    OP_REQUIRES_OK(context, Residual(x, context->input(2), &residual));
-    Tensor *dx = nullptr, *dgamma = nullptr, *dbeta = nullptr;
-    OP_REQUIRES_OK(context, context->allocate_output(0, x.shape(), &dx));
-    OP_REQUIRES_OK(context,
-                   context->allocate_output(1, gamma.shape(), &dgamma));
-    OP_REQUIRES_OK(context,
-                   context->allocate_output(2, gamma.shape(), &dbeta));
-    const float* upstream = dy.flat<float>().data();
-    const float* in = x.flat<float>().data();
-    const float* gamma_data = gamma.flat<float>().data();
-    const float* mean_data = mean.flat<float>().data();
-    const float* rstd_data = rstd.flat<float>().data();
-    float* out = dx->flat<float>().data();
+    LayerNormBackward io;
+    OP_REQUIRES_OK(context, GetLayerNormBackward(context, &io));
+    const int64_t rows = io.rows, width = io.width;
     const float q = 1.f / static_cast<float>(width);
     Shard(context, rows, 20 * width, [=](int64_t begin, int64_t end) {
       std::vector<float> row(width), n_gamma(width), m_dy(width);
       for (int64_t r = begin; r < end; ++r) {
-        RowOfSum(in + r * width, residual ? residual + r * width : nullptr,
-                 row.data(), width);
-        const float* dy_row = upstream + r * width;
-        GradientTerms(row.data(), dy_row, gamma_data, mean_data[r],
-                      rstd_data[r], n_gamma.data(), m_dy.data(), width);
+        RowOfSum(io.x + r * width,
+                 io.residual ? io.residual + r * width : nullptr, row.data(),
+                 width);
+        const float* dy_row = io.dy + r * width;
+        GradientTerms(row.data(), dy_row, io.gamma, io.mean[r], io.rstd[r],
+                      n_gamma.data(), m_dy.data(), width);
         const float g = RowRsqrtGrad(
-            rstd_data[r], EigenSum(n_gamma.data(), width), InPacket(r, rows));
-        RowGradient(row.data(), dy_row, gamma_data, mean_data[r],
-                    rstd_data[r], 2.f * (q * g),
-                    q * EigenSum(m_dy.data(), width), out + r * width, width);
+            io.rstd[r], EigenSum(n_gamma.data(), width), InPacket(r, rows));
+        RowGradient(row.data(), dy_row, io.gamma, io.mean[r], io.rstd[r],
+                    2.f * (q * g), q * EigenSum(m_dy.data(), width),
+                    io.dx + r * width, width);
       }
     });
     // Columns in blocks of 8 (Eigen's packets), then the tail's.
-    float* dgamma_data = dgamma->flat<float>().data();
-    float* dbeta_data = dbeta->flat<float>().data();
     const int64_t blocks = width / kLanes;
     Shard(context, blocks, 6 * kLanes * rows, [=](int64_t begin, int64_t end) {
-      ColumnSums(in, residual, upstream, mean_data, rstd_data, rows, width,
-                 begin * kLanes, end * kLanes, true, dgamma_data, dbeta_data);
+      ColumnSums(io.x, io.residual, io.dy, io.mean, io.rstd, rows, width,
+                 begin * kLanes, end * kLanes, true, io.dgamma, io.dbeta);
     });
     if (width % kLanes) {
-      ColumnSums(in, residual, upstream, mean_data, rstd_data, rows, width,
-                 blocks * kLanes, width, false, dgamma_data, dbeta_data);
+      ColumnSums(io.x, io.residual, io.dy, io.mean, io.rstd, rows, width,
+                 blocks * kLanes, width, false, io.dgamma, io.dbeta);
     }
   }
 };
 
 }  // namespace
 
-REGISTER_OP("CompositeAddLayerNorm")
-    .Input("x: float")
-    .Input("residual: float")
-    .Input("gamma: float")
-    .Input("beta: float")
-    .Attr("epsilon: float")
-    .Output("y: float")
-    .Output("mean: float")
-    .Output("rstd: float")
-    .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
-      c->set_output(0, c->input(0));
-      c->set_output(1, c->Vector(c->UnknownDim()));
-      c->set_output(2, c->Vector(c->UnknownDim()));
-      return tensorflow::OkStatus();
-    });
-REGISTER_OP("CompositeAddLayerNormGrad")
-    .Input("dy: float")
-    .Input("x: float")
-    .Input("residual: float")
-    .Input("gamma: float")
-    .Input("mean: float")
-    .Input("rstd: float")
-    .Output("dx: float")
-    .Output("dgamma: float")
-    .Output("dbeta: float")
-    .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
-      c->set_output(0, c->input(1));
-      c->set_output(1, c->input(3));
-      c->set_output(2, c->input(3));
-      return tensorflow::OkStatus();
-    });
-REGISTER_KERNEL_BUILDER(
-    Name("CompositeAddLayerNorm").Device(tensorflow::DEVICE_CPU),
-    CompositeAddLayerNormOp);
-REGISTER_KERNEL_BUILDER(
-    Name("CompositeAddLayerNormGrad").Device(tensorflow::DEVICE_CPU),
-    CompositeAddLayerNormGradOp);
+REGISTER_ADD_LAYER_NORM("CompositeAddLayerNorm", CompositeAddLayerNormOp,
+                        CompositeAddLayerNormGradOp);
 
 #endif  // defined(__x86_64__)
