@@ -192,13 +192,35 @@ def gelu(x, exact=False):
 _GRAPPLER_MAX_CONSTANT_BYTES = 100 * 1024
 
 
-def composite_bias_gelu_applies(x):
-  """Whether composite_bias_gelu rounds as the composite for x: a float32
-  Tensor of known shape above 100 KiB, in a tf.function, with the
-  float32 kernels built."""
+def _composite_applies(x):
+  """What every kernel that rounds as a composite needs of its input x: a
+  float32 Tensor of fully known shape, in a tf.function (where grappler
+  rewrites the composite), with the float32 kernels built."""
   return (x.dtype == tf.float32 and x.shape.is_fully_defined() and
-          4 * x.shape.num_elements() > _GRAPPLER_MAX_CONSTANT_BYTES and
           not tf.executing_eagerly() and composite_kernels_available())
+
+
+def composite_bias_gelu_applies(x):
+  """Whether composite_bias_gelu rounds as the composite for x: also above
+  100 KiB."""
+  return (_composite_applies(x) and
+          4 * x.shape.num_elements() > _GRAPPLER_MAX_CONSTANT_BYTES)
+
+
+# Eigen sums a row of at most 8 * 1024 floats in one run (kernels/eigen_sum.h).
+_EIGEN_ROW_SUM_MAX = 8192
+
+
+def composite_layer_norm_applies(x):
+  """Whether add_layer_norm with composite rounds as Keras' graph for x: also
+  at most 8192 wide."""
+  return _composite_applies(x) and x.shape[-1] <= _EIGEN_ROW_SUM_MAX
+
+
+def scaled_softmax_applies(product):
+  """Whether scaled_softmax's gradient rounds as the composite's for
+  product."""
+  return _composite_applies(product)
 
 
 def _sorts_before_gradient(forward_name, gradient_name):
@@ -248,9 +270,8 @@ def scaled_softmax(product, scale, adder):
   attention's probabilities, through TensorFlow's own ops, whose gradient
   with respect to product is kernels/softmax_float32.cc: one pass, bit for
   bit as TensorFlow's graph of the composite's gradient in the current
-  name scope, in a tf.function where product's shape is fully known (of an unknown one grappler leaves
-  the scale after the softmax's gradient; see also
-  composite_kernels_available).
+  name scope, where scaled_softmax_applies(product) (of an unknown shape
+  grappler leaves the scale after the softmax's gradient).
 
   Args:
     product: float32 Tensor [B, N, F, T], the queries' and keys' products,
@@ -393,10 +414,10 @@ def add_layer_norm(x, residual, gamma, beta, epsilon, composite=False):
     epsilon: float, added to the variance.
     composite: bool, through kernels/layer_norm_float32.cc: bit for bit
       as TensorFlow's graph of Keras' LayerNormalization (and the add
-      before it), in a tf.function, where x's shape is fully known (an
-      unknown one makes the gradient divide by W where grappler otherwise
-      multiplies by 1/W) and W is at most 8192 (past which Eigen's sums
-      split each row in two); see composite_kernels_available.
+      before it), where composite_layer_norm_applies(x): x's shape fully
+      known (an unknown one makes the gradient divide by W where grappler
+      otherwise multiplies by 1/W), W at most 8192 (past which Eigen's
+      sums split each row in two).
 
   Returns:
     float32 Tensor like x.

@@ -129,7 +129,7 @@ def set_fused_kernels(enabled):
   use, on x86-64, the kernels bit-identical to TensorFlow's graph of the
   composites: the feed-forward's bias add and GELU, the residual add +
   LayerNorm, the attention softmax's gradient (where their conditions
-  hold: fused_kernels.composite_bias_gelu_applies, known shapes). For
+  hold: fused_kernels.composite_*_applies). For
   training on CPUs only (runner_lib.core.precision.set_policy): never
   under XLA (which cannot compile a custom op) nor in an exported graph.
 
@@ -279,10 +279,8 @@ class LayerNorm(keras.layers.LayerNormalization):
         fused_kernels.available()):
       return fused_kernels.add_layer_norm(inputs, residual, self.gamma,
                                           self.beta, self.epsilon)
-    if (self.composite_kernel and inputs.dtype == tf.float32 and
-        inputs.shape.is_fully_defined() and inputs.shape[-1] <= 8192 and
-        not tf.executing_eagerly() and
-        fused_kernels.composite_kernels_available()):
+    if (self.composite_kernel and
+        fused_kernels.composite_layer_norm_applies(inputs)):
       return fused_kernels.add_layer_norm(inputs, residual, self.gamma,
                                           self.beta, self.epsilon,
                                           composite=True)
@@ -585,9 +583,8 @@ class SelfAttention(keras.layers.Layer):
       scores = matmul(query, key, self.matmul_dtype, transpose_b=True)
       adder = (1.0 - tf.cast(attention_mask, scores.dtype)) * MASK_ADDER
       adder = adder[:, tf.newaxis, :, :]  # [B, 1, F or 1, T]
-      if (self.composite_softmax_grad and scores.dtype == tf.float32 and
-          scores.shape.is_fully_defined() and not tf.executing_eagerly() and
-          fused_kernels.composite_kernels_available()):
+      if (self.composite_softmax_grad and
+          fused_kernels.scaled_softmax_applies(scores)):
         probs = fused_kernels.scaled_softmax(scores, scale, adder)
       else:
         scores *= scale
