@@ -161,8 +161,7 @@ def available():
 def composite_kernels_available():
   """Whether the float32 kernels that round as TensorFlow's composites
   (composite_bias_gelu, add_layer_norm's composite, scaled_softmax) are
-  built and
-  load: on x86-64 only."""
+  built and load: on x86-64 only."""
   return available() and hasattr(ops(), "composite_bias_gelu")
 
 
@@ -207,7 +206,8 @@ def composite_bias_gelu_applies(x):
           4 * x.shape.num_elements() > _GRAPPLER_MAX_CONSTANT_BYTES)
 
 
-# Eigen sums a row of at most 8 * 1024 floats in one run (kernels/eigen_sum.h).
+# Eigen sums a row of at most 8 * 1024 floats in one run
+# (kernels/eigen_sum.h): the LayerNorm and softmax kernels' widths.
 _EIGEN_ROW_SUM_MAX = 8192
 
 
@@ -219,8 +219,9 @@ def composite_layer_norm_applies(x):
 
 def scaled_softmax_applies(product):
   """Whether scaled_softmax's gradient rounds as the composite's for
-  product."""
-  return _composite_applies(product)
+  product: also at most 8192 positions attended to."""
+  return (_composite_applies(product) and
+          product.shape[-1] <= _EIGEN_ROW_SUM_MAX)
 
 
 def _sorts_before_gradient(forward_name, gradient_name):
