@@ -353,8 +353,11 @@ def dropout(x, rate, seed, rows=None):
   @tf.custom_gradient
   def fused(x):
     kernels = ops()
-    return (kernels.fused_dropout(x, key, counter, rows, **attrs),
-            lambda dy: kernels.fused_dropout(dy, key, counter, rows, **attrs))
+    y, keep = kernels.fused_dropout(x, key, counter, rows, **attrs)
+    # keep: uint8, one bit per element of x (1/32 of its size) kept for
+    # the gradient.
+    return y, lambda dy: kernels.fused_dropout_grad(dy, keep,
+                                                    scale=attrs["scale"])
 
   return fused(x)
 

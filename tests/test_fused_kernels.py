@@ -359,19 +359,32 @@ def test_dropout_is_stateless_dropout_bit_for_bit(kernels, shape, rate, seed):
       bits(tape.gradient(want, x, upstream)))
 
 
-def test_dropout_of_gathered_rows_drops_them_as_the_whole_tensor(kernels):
+# The larger: kept bits of rows that span the shards' words.
+@pytest.mark.parametrize("batch,length,width", [(4, 9, 6), (8, 128, 37)])
+def test_dropout_of_gathered_rows_drops_them_as_the_whole_tensor(
+    kernels, batch, length, width):
   """RealTokens' rows: row b * T + t of a [B, T, W] tensor drawn whole."""
   del kernels
-  batch, length, width = 4, 9, 6
   full = np.random.RandomState(5).randn(batch, length, width).astype(
       np.float32)
   real = np.random.RandomState(6).rand(batch, length) > 0.3
   seed = tf.constant([11, 12], tf.int64)
   want = tf.nn.experimental.stateless_dropout(full, 0.1, seed).numpy()[real]
   tokens = layers.RealTokens(tf.constant(real))
-  got = fused_kernels.dropout(tf.constant(full[real]), 0.1, seed,
-                              tokens.flat_rows)
+  rows = tf.constant(full[real])
+  upstream = tf.constant(np.random.RandomState(7).randn(*rows.shape),
+                         tf.float32)
+  with tf.GradientTape() as tape:
+    tape.watch(rows)
+    got = fused_kernels.dropout(rows, 0.1, seed, tokens.flat_rows)
   np.testing.assert_array_equal(bits(got), bits(want))
+  # The gradient from the kept bits: the upstream scaled where kept.
+  kept = (tf.random.stateless_uniform([batch, length, width], seed).numpy()
+          >= np.float32(0.1))[real]
+  assert 0 < np.count_nonzero(~kept)
+  np.testing.assert_array_equal(
+      bits(tape.gradient(got, rows, upstream)),
+      bits(tf.where(kept, upstream * np.float32(1 / 0.9), 0.0)))
   # The layer's composite path for gathered rows draws the same masks.
   layer = layers.Dropout(0.1, 0)
   layer.build(None)
