@@ -327,6 +327,34 @@ def bias_gelu(x, bias, exact=False):
   return fused(x, tf.convert_to_tensor(bias))
 
 
+def bias_add(x, bias):
+  """x + bias between two bfloat16 matmuls, through the fused kernel
+  (gradient included): the add in float32, the sum rounded to bfloat16 as
+  tf.cast rounds (the values of casting x to float32, adding the bias and
+  casting back, in one pass).
+
+  Args:
+    x: bfloat16 Tensor [..., W], on the CPU: a matmul's products.
+    bias: float32 [W] Tensor or variable.
+
+  Returns:
+    bfloat16 Tensor like x. Its gradient: x's the upstream one, bias's
+    summed over the rows in float32.
+  """
+
+  @tf.custom_gradient
+  def fused(x, bias):
+    kernels = ops()
+
+    def grad(dy):
+      dy = tf.cast(dy, tf.bfloat16)
+      return dy, kernels.fused_bias_add_grad(dy, bias)
+
+    return kernels.fused_bias_add(x, bias), grad
+
+  return fused(x, tf.convert_to_tensor(bias))
+
+
 def dropout(x, rate, seed, rows=None):
   """tf.nn.experimental.stateless_dropout(x, rate, seed), bit for bit,
   through the fused kernel (gradient included).

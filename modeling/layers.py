@@ -163,12 +163,13 @@ class Dense(keras.layers.Dense):
 
     Args:
       *args: passed to keras.layers.Dense.
-      output_feeds_matmul: bool, whether the output only feeds another
-        Dense layer's matmul (the feed-forward's intermediate layer). With
-        bfloat16 matmuls and the fused GELU, the output is then bfloat16,
+      output_feeds_matmul: bool, whether the output only feeds other
+        matmuls (the feed-forward's intermediate layer, the attention's
+        query, key and value with its fused softmax). With bfloat16
+        matmuls and the fused kernels, the output is then bfloat16,
         rounded once where the next matmul would round it, and the bias
-        add and GELU take the product in bfloat16: no float32 copy either
-        way (fused_kernels.bias_gelu).
+        add (and GELU, or no activation) take the product in bfloat16: no
+        float32 copy either way (fused_kernels.bias_gelu, bias_add).
       **kwargs: passed to keras.layers.Dense.
     """
     super().__init__(*args, **kwargs)
@@ -176,7 +177,10 @@ class Dense(keras.layers.Dense):
     self.fused_gelu = (fused_kernels_enabled() and
                        self.activation in (gelu, gelu_exact) and
                        self.matmul_dtype != tf.float32)
-    self.bfloat16_output = self.fused_gelu and output_feeds_matmul
+    self.bfloat16_output = output_feeds_matmul and (
+        self.fused_gelu or
+        (fused_kernels_enabled() and self.matmul_dtype != tf.float32 and
+         self.activation is keras.activations.linear))
     # The feed-forward's float32 bias add and GELU in one pass each way,
     # bit-identical to the composite in a tf.function
     # (fused_kernels.composite_bias_gelu). Not in other layers: the
@@ -212,8 +216,13 @@ class Dense(keras.layers.Dense):
     product = tf.matmul(tf.cast(flat, self.matmul_dtype),
                         tf.cast(self.kernel, self.matmul_dtype))
     if self.bfloat16_output and fused_kernels.available():
-      outputs = fused_kernels.bias_gelu(
-          product, self.bias, exact=self.activation is gelu_exact)
+      if self.fused_gelu:
+        outputs = fused_kernels.bias_gelu(
+            product, self.bias, exact=self.activation is gelu_exact)
+      elif self.use_bias:
+        outputs = fused_kernels.bias_add(product, self.bias)
+      else:
+        outputs = product
     else:
       outputs = tf.nn.bias_add(tf.cast(product, tf.float32), self.bias)
       if self.fused_gelu and fused_kernels.available():
@@ -512,17 +521,21 @@ class SelfAttention(keras.layers.Layer):
     super().__init__(name=name, **kwargs)
     self.num_attention_heads = num_attention_heads
     self.size_per_head = size_per_head
+    self.matmul_dtype = matmul_dtype()
+    # Between the two bfloat16 matmuls, scale, mask, softmax and dropout in
+    # one kernel, bfloat16 in and out (fused_kernels.attention_softmax).
+    # The projections then hand the scores' and context's matmuls their
+    # operands in bfloat16, and the context reaches the output's matmul in
+    # bfloat16: the values of the float32 path's casts, without them.
+    self.fused_softmax = (fused_kernels_enabled() and
+                          self.matmul_dtype == tf.bfloat16)
     width = num_attention_heads * size_per_head
     self.query, self.key, self.value = [
         Dense(
             width, kernel_initializer=create_initializer(initializer_range),
-            name=name) for name in ("query", "key", "value")]
+            output_feeds_matmul=self.fused_softmax, name=name)
+        for name in ("query", "key", "value")]
     self.dropout = Dropout(attention_probs_dropout_prob, dropout_seed)
-    self.matmul_dtype = matmul_dtype()
-    # Between the two bfloat16 matmuls, scale, mask, softmax and dropout in
-    # one kernel, bfloat16 in and out (fused_kernels.attention_softmax).
-    self.fused_softmax = (fused_kernels_enabled() and
-                          self.matmul_dtype == tf.bfloat16)
     # float32: the softmax's gradient in one pass, bit-identical to the
     # composite's (fused_kernels.scaled_softmax).
     self.composite_softmax_grad = (fused_kernels_enabled() and
@@ -554,7 +567,7 @@ class SelfAttention(keras.layers.Layer):
 
     Returns:
       float [B, T, N * D] (or [N, N * D] when gathered), the per-head
-      contexts, heads concatenated.
+      contexts, heads concatenated; bfloat16 with the fused softmax.
     """
     def projected(dense):
       output = dense(hidden_states)
@@ -576,8 +589,8 @@ class SelfAttention(keras.layers.Layer):
       probs = fused_kernels.attention_softmax(
           scores, attention_mask, scale, self.dropout.rate,
           self.dropout.mask_seed(training, dropout_seed))
-      context = tf.cast(tf.matmul(probs, tf.cast(value, dtype)),
-                        query.dtype)  # [B, N, F, D]
+      # [B, N, F, D], bfloat16: the attention output's matmul operand.
+      context = tf.matmul(probs, tf.cast(value, dtype))
     else:
       # [B, N, F, T]. Scaled after the product, in the original's order.
       scores = matmul(query, key, self.matmul_dtype, transpose_b=True)

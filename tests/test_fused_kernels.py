@@ -86,6 +86,39 @@ def test_values_and_gradient_are_the_gelus(kernels, exact):
       [0.0, 0.0, 30.0])
 
 
+def test_bias_add_between_bfloat16_matmuls(kernels):
+  """x + bias of bfloat16 products x, as casting x to float32, adding and
+  casting back (ties to even included), bit for bit; the gradient: x's
+  the upstream one, bias's the column sums in float32."""
+  del kernels
+  rng = np.random.RandomState(19)
+  rows, width = 300, 37
+  x = tf.cast(tf.constant(rng.randn(rows, width) * 3.0, tf.float32),
+              tf.bfloat16)
+  # Some sums exactly halfway between two bfloat16 values.
+  bias = tf.constant(np.float32(2.0 ** -9) * rng.randint(-3, 4, width) +
+                     np.float32(rng.randn(width) * (rng.rand(width) < 0.5)),
+                     tf.float32)
+  dy = tf.cast(tf.constant(rng.randn(rows, width), tf.float32), tf.bfloat16)
+  with tf.GradientTape() as tape:
+    tape.watch([x, bias])
+    y = fused_kernels.bias_add(x, bias)
+  dx, dbias = tape.gradient(y, [x, bias], dy)
+  assert y.dtype == dx.dtype == tf.bfloat16 and dbias.dtype == tf.float32
+  np.testing.assert_array_equal(
+      tf.bitcast(y, tf.uint16).numpy(),
+      tf.bitcast(tf.cast(tf.cast(x, tf.float32) + bias, tf.bfloat16),
+                 tf.uint16).numpy())
+  np.testing.assert_array_equal(tf.bitcast(dx, tf.uint16).numpy(),
+                                tf.bitcast(dy, tf.uint16).numpy())
+  np.testing.assert_allclose(
+      dbias.numpy(), tf.cast(dy, tf.float64).numpy().sum(0), rtol=1e-6,
+      atol=1e-5)
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match=r"bias must be \[width\]"):
+    fused_kernels.bias_add(x, bias[:-1])
+
+
 @pytest.mark.parametrize("exact", [False, True], ids=["tanh", "erf"])
 def test_bias_gelu_between_bfloat16_matmuls(kernels, exact):
   """gelu(x + bias) of bfloat16 products x, rounded to bfloat16; the
@@ -532,7 +565,8 @@ def test_bfloat16_training_with_them_follows_it_without(kernels, reset_layers,
   losses, start, weights, _ = three_steps(False, tf.bfloat16, skip_padding)
   fused_losses, fused_start, fused_weights, ops = three_steps(
       True, tf.bfloat16, skip_padding)
-  assert {"FusedBiasGelu", "FusedAddLayerNorm", "FusedDropout",
+  assert {"FusedBiasGelu", "FusedBiasAdd", "FusedBiasAddGrad",
+          "FusedAddLayerNorm", "FusedDropout", "FusedDropoutGrad",
           "FusedAttentionSoftmax", "FusedAttentionSoftmaxGrad",
           "FusedAdamWeightDecay"} <= ops
   np.testing.assert_allclose(fused_losses, losses, rtol=1e-3)

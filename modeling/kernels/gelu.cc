@@ -10,6 +10,10 @@
 //   bfloat16 operand out (rounded as TensorFlow's Cast rounds), where the
 //   composite casts to float32, adds the bias, computes the GELU and casts
 //   back; its gradient likewise, the bias gradient summed in float32.
+// - FusedBiasAdd: the same without the GELU, for the attention's query,
+//   key and value projections (products and result bfloat16, the add in
+//   float32); its gradient is the bias's alone (the products' is the
+//   upstream gradient itself).
 // Built by modeling/fused_kernels.py (make setup) and used by the
 // bfloat16 training path on CPUs only (modeling.layers.set_fused_kernels);
 // float32 keeps the original's composite, op for op.
@@ -117,6 +121,23 @@ CPU_CLONES void BiasGeluGradRow(const uint16_t* upstream, const uint16_t* in,
   }
 }
 
+// One row of bfloat16 matmul products x: x + bias in float32, rounded to
+// bfloat16 (the next matmul's operand).
+CPU_CLONES void BiasRow(const uint16_t* in, const float* bias, uint16_t* out,
+                        int64_t width) {
+#pragma omp simd
+  for (int64_t i = 0; i < width; ++i) {
+    out[i] = FloatToBfloat16(Bfloat16ToFloat(in[i]) + bias[i]);
+  }
+}
+
+// One row's bias gradient: dy added to dbias in float32.
+CPU_CLONES void BiasGradRow(const uint16_t* upstream, float* dbias,
+                            int64_t width) {
+#pragma omp simd
+  for (int64_t i = 0; i < width; ++i) dbias[i] += Bfloat16ToFloat(upstream[i]);
+}
+
 class FusedGeluOp : public OpKernel {
  public:
   explicit FusedGeluOp(OpKernelConstruction* context) : OpKernel(context) {
@@ -221,8 +242,69 @@ class FusedBiasGeluGradOp : public OpKernel {
   bool exact_;
 };
 
+class FusedBiasAddOp : public OpKernel {
+ public:
+  explicit FusedBiasAddOp(OpKernelConstruction* context) : OpKernel(context) {}
+
+  void Compute(OpKernelContext* context) override {
+    int64_t rows = 0, width = 0;
+    Tensor* y = nullptr;
+    OP_REQUIRES_OK(context, BiasOpOutput(context, &rows, &width, &y));
+    const uint16_t* in = Bfloat16Bits(context->input(0));
+    const float* bias_data = context->input(1).flat<float>().data();
+    uint16_t* out = Bfloat16Bits(y);
+    Shard(context, rows, 4 * width, [=](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        BiasRow(in + r * width, bias_data, out + r * width, width);
+      }
+    });
+  }
+};
+
+class FusedBiasAddGradOp : public OpKernel {
+ public:
+  explicit FusedBiasAddGradOp(OpKernelConstruction* context)
+      : OpKernel(context) {}
+
+  void Compute(OpKernelContext* context) override {
+    const Tensor& dy = context->input(0);
+    const Tensor& bias = context->input(1);
+    int64_t rows = 0, width = 0;
+    OP_REQUIRES_OK(context, bert_kernels::RowsAndWidth(dy, bias, "bias",
+                                                       &rows, &width));
+    Tensor* dbias = nullptr;
+    OP_REQUIRES_OK(context,
+                   context->allocate_output(0, bias.shape(), &dbias));
+    const uint16_t* upstream = Bfloat16Bits(dy);
+    RowsWithColumnSums(
+        context, rows, width, 1, 2 * width,
+        [=](int64_t r, float* partial, float*) {
+          BiasGradRow(upstream + r * width, partial, width);
+        },
+        dbias->flat<float>().data());
+  }
+};
+
 }  // namespace
 
+REGISTER_OP("FusedBiasAdd")
+    .Input("x: bfloat16")
+    .Input("bias: float")
+    .Output("y: bfloat16")
+    .SetShapeFn(tensorflow::shape_inference::UnchangedShape);
+REGISTER_OP("FusedBiasAddGrad")
+    .Input("dy: bfloat16")
+    .Input("bias: float")
+    .Output("dbias: float")
+    .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
+      c->set_output(0, c->input(1));
+      return tensorflow::OkStatus();
+    });
+REGISTER_KERNEL_BUILDER(Name("FusedBiasAdd").Device(tensorflow::DEVICE_CPU),
+                        FusedBiasAddOp);
+REGISTER_KERNEL_BUILDER(
+    Name("FusedBiasAddGrad").Device(tensorflow::DEVICE_CPU),
+    FusedBiasAddGradOp);
 REGISTER_OP("FusedBiasGelu")
     .Attr("exact: bool = false")
     .Input("x: bfloat16")
