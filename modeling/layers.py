@@ -202,9 +202,19 @@ class Dense(keras.layers.Dense):
     if self.matmul_dtype in (tf.float32, self.compute_dtype):
       if not (self.composite_gelu and inputs.dtype == tf.float32):
         return super().call(inputs)
-      # Keras' Dense.call: the same ops.
+      # Keras' Dense.call: the same ops; the input gradient through the
+      # kernel transposed where oneDNN's kernel for that is the faster
+      # one and the bits are the same (fused_kernels.
+      # matmul_transposed_gradient).
       rank = inputs.shape.rank
-      if rank == 2 or rank is None:
+      flat = inputs if rank in (2, None) else tf.reshape(
+          inputs, [-1, inputs.shape[-1]])
+      if fused_kernels.transposed_gradient_applies(flat, self.kernel):
+        outputs = fused_kernels.matmul_transposed_gradient(flat, self.kernel)
+        if rank != 2:
+          outputs = tf.reshape(outputs, inputs.shape[:-1].concatenate(
+              [self.units]))
+      elif rank == 2 or rank is None:
         outputs = tf.matmul(a=inputs, b=self.kernel)
       else:
         outputs = tf.tensordot(inputs, self.kernel, [[rank - 1], [0]])

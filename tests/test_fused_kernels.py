@@ -492,6 +492,57 @@ def test_attention_softmax_against_float64(kernels, mask_rows, rate):
                                     scale)
 
 
+@pytest.mark.parametrize("shape", [(37, 70), (1, 5), (0, 3), (64, 32),
+                                   (100, 1)])
+def test_transpose_matrix_is_the_transpose(kernels, shape):
+  del kernels
+  x = np.random.RandomState(12).randn(*shape).astype(np.float32)
+  np.testing.assert_array_equal(
+      fused_kernels.ops().transpose_matrix(tf.constant(x)).numpy(), x.T)
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match=r"x must be a matrix, not \[2,3,4\]"):
+    fused_kernels.ops().transpose_matrix(tf.zeros([2, 3, 4]))
+
+
+# Widening shapes [M, K] x [K, N]: the feed-forward's of BERT-Base at 8 x
+# 128 tokens, few tokens, and tiny ones.
+@pytest.mark.parametrize("m,k,n", [(1024, 768, 3072), (8, 768, 3072),
+                                   (33, 16, 800), (128, 1024, 4096)])
+def test_transposed_gradient_is_used_only_with_matmuls_bits(kernels, m, k,
+                                                             n):
+  """matmul_transposed_gradient's input gradient has MatMul's own bits
+  wherever transposed_gradient_applies says so, and where it says not,
+  the two differ (on other matrices than those it tried): its verdict
+  holds both ways. Forward and kernel gradient are MatMul's always."""
+  del kernels
+  rng = np.random.RandomState(m + k + n)
+  x = tf.constant(rng.randn(m, k).astype(np.float32))
+  kernel = tf.constant(rng.randn(k, n).astype(np.float32))
+  dy = tf.constant(rng.randn(m, n).astype(np.float32))
+
+  @tf.function
+  def both(x, kernel):
+    with tf.GradientTape(persistent=True) as tape:
+      tape.watch([x, kernel])
+      want = tf.matmul(x, kernel)
+      got = fused_kernels.matmul_transposed_gradient(x, kernel)
+    return (want, got, tape.gradient(want, [x, kernel], dy),
+            tape.gradient(got, [x, kernel], dy))
+
+  want, got, want_grads, got_grads = both(x, kernel)
+  np.testing.assert_array_equal(bits(got), bits(want))
+  np.testing.assert_array_equal(bits(got_grads[1]), bits(want_grads[1]))
+  applies = tf.function(
+      lambda x: fused_kernels.transposed_gradient_applies(x, kernel))(x)
+  same = np.array_equal(bits(got_grads[0]), bits(want_grads[0]))
+  assert same == applies
+  if applies:
+    assert np.abs(got_grads[0].numpy()).max() > 1.0  # (Not of zeros.)
+  # Narrowing layers never (their input gradient sums over the narrow N).
+  assert not tf.function(lambda x: fused_kernels.transposed_gradient_applies(
+      tf.zeros([m, n]), tf.transpose(kernel)))(x)
+
+
 def three_steps(fused, matmul_dtype, skip_padding, intermediate_size=37):
   """Three AdamW steps of a tiny classifier with dropout 0.1 built with the
   fused kernels switched on or off (the same initial weights and dropout
