@@ -493,7 +493,7 @@ def test_attention_softmax_against_float64(kernels, mask_rows, rate):
 
 
 @pytest.mark.parametrize("shape", [(37, 70), (1, 5), (0, 3), (64, 32),
-                                   (100, 1)])
+                                   (65, 71), (100, 1)])
 def test_transpose_matrix_is_the_transpose(kernels, shape):
   del kernels
   x = np.random.RandomState(12).randn(*shape).astype(np.float32)
