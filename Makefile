@@ -27,8 +27,8 @@ $(VENV_STAMP): requirements.txt
 	touch $(VENV_STAMP)
 
 # Both cores (the end-to-end runs are largely single-threaded): from a
-# clean clone with ../shared/data, 11.4 min on 2 cores with the setup
-# (661 tests, 9.4 min of pytest), script processes forked from a server
+# clean clone with ../shared/data, 12.4 min on 2 cores with the setup
+# (673 tests, 10.5 min of pytest), script processes forked from a server
 # that has imported TensorFlow (docs/contributing.md, Tests).
 test: $(VENV_STAMP) $(KERNELS)
 	$(PYTHON) -m pytest -n 2

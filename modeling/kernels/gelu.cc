@@ -138,6 +138,24 @@ CPU_CLONES void BiasGradRow(const uint16_t* upstream, float* dbias,
   for (int64_t i = 0; i < width; ++i) dbias[i] += Bfloat16ToFloat(upstream[i]);
 }
 
+// The (x bfloat16, bias float) -> y bfloat16 ops' pass: row(x's row, bias,
+// y's row, width) over x's rows on the op's threads; cost: rough cycles
+// per element.
+template <typename Row>
+void BfloatBiasRows(OpKernelContext* context, int64_t cost, Row row) {
+  int64_t rows = 0, width = 0;
+  Tensor* y = nullptr;
+  OP_REQUIRES_OK(context, BiasOpOutput(context, &rows, &width, &y));
+  const uint16_t* in = Bfloat16Bits(context->input(0));
+  const float* bias_data = context->input(1).flat<float>().data();
+  uint16_t* out = Bfloat16Bits(y);
+  Shard(context, rows, cost * width, [=](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      row(in + r * width, bias_data, out + r * width, width);
+    }
+  });
+}
+
 class FusedGeluOp : public OpKernel {
  public:
   explicit FusedGeluOp(OpKernelConstruction* context) : OpKernel(context) {
@@ -194,18 +212,8 @@ class FusedBiasGeluOp : public OpKernel {
   }
 
   void Compute(OpKernelContext* context) override {
-    int64_t rows = 0, width = 0;
-    Tensor* y = nullptr;
-    OP_REQUIRES_OK(context, BiasOpOutput(context, &rows, &width, &y));
-    const uint16_t* in = Bfloat16Bits(context->input(0));
-    const float* bias_data = context->input(1).flat<float>().data();
-    uint16_t* out = Bfloat16Bits(y);
-    const auto row = exact_ ? BiasGeluRow<true> : BiasGeluRow<false>;
-    Shard(context, rows, 25 * width, [=](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        row(in + r * width, bias_data, out + r * width, width);
-      }
-    });
+    BfloatBiasRows(context, 25,
+                   exact_ ? BiasGeluRow<true> : BiasGeluRow<false>);
   }
 
  private:
@@ -247,17 +255,7 @@ class FusedBiasAddOp : public OpKernel {
   explicit FusedBiasAddOp(OpKernelConstruction* context) : OpKernel(context) {}
 
   void Compute(OpKernelContext* context) override {
-    int64_t rows = 0, width = 0;
-    Tensor* y = nullptr;
-    OP_REQUIRES_OK(context, BiasOpOutput(context, &rows, &width, &y));
-    const uint16_t* in = Bfloat16Bits(context->input(0));
-    const float* bias_data = context->input(1).flat<float>().data();
-    uint16_t* out = Bfloat16Bits(y);
-    Shard(context, rows, 4 * width, [=](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        BiasRow(in + r * width, bias_data, out + r * width, width);
-      }
-    });
+    BfloatBiasRows(context, 4, BiasRow);
   }
 };
 
