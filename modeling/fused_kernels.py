@@ -130,9 +130,9 @@ def _compile(command):
 # Python, run once while tracing).
 @tf.autograph.experimental.do_not_convert
 def ops():
-  """The loaded kernels (fused_gelu, fused_bias_gelu, composite_bias_gelu,
-  fused_dropout,
-  fused_attention_softmax, fused_add_layer_norm and their gradients,
+  """The loaded kernels (fused_gelu, fused_bias_gelu, fused_bias_add,
+  composite_bias_gelu, fused_dropout, fused_attention_softmax,
+  fused_add_layer_norm and their gradients, transpose_matrix,
   fused_adam_weight_decay), or
   None where the library is missing or stale (older than a source) or
   fails to load (warned about once)."""
@@ -247,18 +247,19 @@ _SAME_BITS_TRANSPOSED = {}
 
 def transposed_gradient_applies(x, kernel):
   """Whether matmul_transposed_gradient(x, kernel) may stand for
-  tf.matmul(x, kernel): x [M, K] and kernel [K, N] float32 of known
-  shapes, with the float32 kernels built, K < N (a widening layer, whose
-  input gradient sums over the wider N), and the input gradient's bits
-  equal to MatMul's own at this shape on this machine: tried once per
-  shape, on random matrices (a different summation order shows in nearly
-  every element; oneDNN's choice of kernel depends on the shape and the
-  CPU, not on the values)."""
-  if not (_composite_applies(x) and kernel.shape.is_fully_defined() and
-          x.shape.rank == 2 and kernel.shape[0] < kernel.shape[1]):
+  tf.matmul over x's last axis: x [..., K] and kernel [K, N] float32 of
+  known shapes, with the float32 kernels built, K < N (a widening layer,
+  whose input gradient sums over the wider N), and the input gradient's
+  bits equal to MatMul's own at this shape (M = x's rows) on this
+  machine: tried once per shape, on random matrices (a different
+  summation order shows in nearly every element; oneDNN's choice of
+  kernel depends on the shape and the CPU, not on the values)."""
+  if not (_composite_applies(x) and x.shape.rank >= 2 and
+          kernel.shape.is_fully_defined() and
+          kernel.shape[0] < kernel.shape[1]):
     return False
-  m, k = x.shape
-  n = kernel.shape[1]
+  k, n = kernel.shape
+  m = x.shape.num_elements() // k
   if (m, k, n) not in _SAME_BITS_TRANSPOSED:
     with tf.init_scope():
       rng = tf.random.Generator.from_seed(m * 7919 + k * 31 + n)
@@ -266,41 +267,51 @@ def transposed_gradient_applies(x, kernel):
       w = rng.normal([k, n])
       # In a graph, as training runs them (oneDNN's rewrites included).
       folded = tf.function(lambda dy, w: tf.matmul(dy, w, transpose_b=True))
-      plain = tf.function(lambda dy, w: tf.matmul(dy, ops().transpose_matrix(w)))
+      plain = tf.function(_times_transposed)
       _SAME_BITS_TRANSPOSED[(m, k, n)] = bool(tf.reduce_all(tf.equal(
           tf.bitcast(folded(dy, w), tf.int32),
           tf.bitcast(plain(dy, w), tf.int32))))
   return _SAME_BITS_TRANSPOSED[(m, k, n)]
 
 
+def _times_transposed(dy, kernel):
+  """dy [M, N] times kernel [K, N] transposed beforehand: [M, K]."""
+  return tf.matmul(dy, ops().transpose_matrix(kernel))
+
+
 def matmul_transposed_gradient(x, kernel):
-  """tf.matmul(x, kernel), whose gradient for x multiplies by kernel
-  transposed beforehand (a kernel of its own, which grappler cannot fold
-  back into the MatMul) instead of by kernel with transpose_b: oneDNN's
-  float32 kernel for that is up to 1.3x slower where the sums run over a
-  wide N (the feed-forward's input gradient, [T, 3072] x [3072, 768]:
-  168 vs 216 GFLOP/s on Zen 4). The same bits where
-  transposed_gradient_applies(x, kernel); the kernel's gradient is
-  MatMul's own.
+  """tf.matmul over x's last axis (Keras' Dense: reshaped to rows and
+  back), whose gradient for x multiplies by kernel transposed beforehand
+  (a kernel of its own, which grappler cannot fold back into the MatMul)
+  instead of by kernel with transpose_b: oneDNN's float32 kernel for that
+  is up to 1.3x slower where the sums run over a wide N (the
+  feed-forward's input gradient, [T, 3072] x [3072, 768]: 168 vs 216
+  GFLOP/s on Zen 4). The same bits where transposed_gradient_applies(x,
+  kernel); the kernel's gradient is MatMul's own.
 
   Args:
-    x: float32 [M, K] Tensor.
+    x: float32 [..., K] Tensor of known shape.
     kernel: float32 [K, N] Tensor or variable.
 
   Returns:
-    float32 [M, N] Tensor.
+    float32 [..., N] Tensor.
   """
 
   @tf.custom_gradient
-  def product(x, kernel):
+  def product(rows, kernel):
 
     def grad(dy):
-      return (tf.matmul(dy, ops().transpose_matrix(kernel)),
-              tf.matmul(x, dy, transpose_a=True))
+      return (_times_transposed(dy, kernel),
+              tf.matmul(rows, dy, transpose_a=True))
 
-    return tf.matmul(x, kernel), grad
+    return tf.matmul(rows, kernel), grad
 
-  return product(x, tf.convert_to_tensor(kernel))
+  kernel = tf.convert_to_tensor(kernel)
+  rows = x if x.shape.rank == 2 else tf.reshape(x, [-1, x.shape[-1]])
+  outputs = product(rows, kernel)
+  if x.shape.rank == 2:
+    return outputs
+  return tf.reshape(outputs, x.shape[:-1].concatenate(kernel.shape[1:]))
 
 
 def composite_bias_gelu(x, bias):

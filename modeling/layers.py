@@ -207,13 +207,9 @@ class Dense(keras.layers.Dense):
       # one and the bits are the same (fused_kernels.
       # matmul_transposed_gradient).
       rank = inputs.shape.rank
-      flat = inputs if rank in (2, None) else tf.reshape(
-          inputs, [-1, inputs.shape[-1]])
-      if fused_kernels.transposed_gradient_applies(flat, self.kernel):
-        outputs = fused_kernels.matmul_transposed_gradient(flat, self.kernel)
-        if rank != 2:
-          outputs = tf.reshape(outputs, inputs.shape[:-1].concatenate(
-              [self.units]))
+      if fused_kernels.transposed_gradient_applies(inputs, self.kernel):
+        outputs = fused_kernels.matmul_transposed_gradient(inputs,
+                                                           self.kernel)
       elif rank == 2 or rank is None:
         outputs = tf.matmul(a=inputs, b=self.kernel)
       else:
