@@ -119,11 +119,12 @@ def test_errors_of_the_graph_call_reach_the_caller_unchanged():
   assert not graph_calls()
 
 
-def test_second_ctrl_c_stops_at_once_while_a_step_hangs():
+def hanging_step():
+  """A tf.function whose call waits (a collective waiting for a dead peer,
+  say) until the returned Event is set; and an Event set once it waits."""
   hanging, release = threading.Event(), threading.Event()
 
   def hang():
-    # A collective waiting for a dead peer, say; let go by the test.
     hanging.set()
     release.wait(timeout=60)
     return 0
@@ -132,6 +133,11 @@ def test_second_ctrl_c_stops_at_once_while_a_step_hangs():
   def step():
     return tf.py_function(hang, [], tf.int32)
 
+  return step, hanging, release
+
+
+def test_second_ctrl_c_stops_at_once_while_a_step_hangs():
+  step, hanging, release = hanging_step()
   requests = []
   with interrupt.StopRequests(requests.append) as stop:
     kill_when(hanging.is_set, signal.SIGINT)
@@ -146,6 +152,53 @@ def test_second_ctrl_c_stops_at_once_while_a_step_hangs():
   release.set()
   left.join(timeout=60)
   assert not left.is_alive()
+
+
+def test_a_call_that_does_not_stop_after_a_request_is_given_up():
+  step, hanging, release = hanging_step()
+  requests = []
+  with interrupt.StopRequests(requests.append, stop_timeout=2) as stop:
+    kill_when(hanging.is_set, signal.SIGTERM)
+    started = time.time()
+    with pytest.raises(interrupt.StopTimeout,
+                       match=r"did not stop within 2 s of SIGTERM") as raised:
+      stop.run(step)
+  # Passed on by run() while waiting, then 2 s more.
+  assert 2 <= time.time() - started < 10
+  assert requests == [signal.SIGTERM]
+  assert raised.value.signum == signal.SIGTERM
+  (left,) = graph_calls()
+  release.set()
+  left.join(timeout=60)
+  assert not left.is_alive()
+
+
+def test_a_bounded_call_is_given_up_at_its_bound_without_a_request():
+  step, hanging, release = hanging_step()
+  with interrupt.StopRequests() as stop:
+    started = time.time()
+    with pytest.raises(interrupt.StopTimeout,
+                       match=r"did not return within 1 s") as raised:
+      stop.run(step, timeout=1)
+  assert hanging.is_set() and 1 <= time.time() - started < 10
+  assert raised.value.signum is None
+  release.set()
+  for left in graph_calls():
+    left.join(timeout=60)
+  assert not graph_calls()
+
+
+def test_a_signal_between_calls_reaches_the_next_call_not_the_handler():
+  # The handler may run on top of any code (a save, a lock held inside
+  # TensorFlow): it records, and the next run() passes the request on.
+  requests = []
+  with interrupt.StopRequests(requests.append) as stop:
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(0.01)  # The handler has run: Python runs it at once.
+    assert stop.signum == signal.SIGTERM and requests == []
+    assert int(stop.run(lambda: tf.constant(7))) == 7
+    assert requests == [signal.SIGTERM]
+  assert not graph_calls()
 
 
 @pytest.mark.slow

@@ -10,10 +10,15 @@ calls.
 
 Python runs signal handlers only in the main thread, between bytecodes,
 never while that thread is inside a graph call. So graph calls run in a
-thread of their own (StopRequests.run) while the main thread waits, which
-POSIX lets signals interrupt: the handler runs at once and passes the
-request on (StopRequests' on_request, which Trainer uses to set a variable
-the step loop reads every step). Under MultiWorkerMirroredStrategy each
+thread of their own (StopRequests.run) while the main thread waits in
+short slices (_POLL_SECONDS): between two, it passes a recorded request
+on (StopRequests' on_request, which Trainer uses to set a variable the
+step loop reads every step). The handler itself only records: it may run
+on top of any code of the main thread (a checkpoint save, a lock held
+inside TensorFlow or logging), so it calls nothing that could wait for
+what that code holds. Every wait has a bound: once a request is passed
+on, a graph call that has not returned within StopRequests' stop_timeout
+is given up (StopTimeout) instead of waited for. Under MultiWorkerMirroredStrategy each
 worker records only its own signals, and the loop averages each worker's
 request flags (one_hot) over the workers in the collective it already runs
 every step: a signal to any worker stops all of them after the same step
@@ -23,6 +28,7 @@ every step: a signal to any worker stops all of them after the same step
 import queue
 import signal
 import threading
+import time
 
 from absl import logging
 
@@ -32,6 +38,31 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # first of these: a preemption must be reported as one (exit 143), so that
 # a scheduler reruns the job.
 _PRECEDENCE = (signal.SIGTERM, signal.SIGINT)
+
+
+# How long the main thread waits for a graph call before it looks for a
+# request to pass on: a request reaches the step loop within this time,
+# and the wake-ups cost nothing measurable (20 a second).
+_POLL_SECONDS = 0.05
+
+# How long __exit__ waits for the graph calls' thread to end once its last
+# call has returned (it ends at once; the bound is for a broken runtime).
+_JOIN_SECONDS = 30
+
+
+class StopTimeout(RuntimeError):
+  """A graph call did not return within its bound after a stop request.
+
+  Attributes:
+    signum: the signal recorded, or None where the call's own timeout
+      passed without one.
+    seconds: float, the bound that passed.
+  """
+
+  def __init__(self, message, signum, seconds):
+    super().__init__(message)
+    self.signum = signum
+    self.seconds = seconds
 
 
 def one_hot(signum):
@@ -67,13 +98,21 @@ class StopRequests(object):
         ...save and stop if the steps stopped for a request...
 
   Args:
-    on_request: function (signum) -> None, or None; called from the
-      handler, in the main thread, on each signal recorded.
+    on_request: function (signum) -> None, or None; called in the main
+      thread for each signal recorded, from run() (before its call, and
+      while waiting for it), never from the signal handler.
+    stop_timeout: float, seconds a graph call may go on once a request has
+      been passed to on_request (its steps stop one or two steps later);
+      past it, run() raises StopTimeout. Readable and settable between
+      calls (the Trainer scales it with the time of a step).
   """
 
-  def __init__(self, on_request=None):
+  def __init__(self, on_request=None, stop_timeout=120.0):
     self.signum = None
+    self.stop_timeout = stop_timeout
     self._on_request = on_request
+    self._undelivered = []  # signals recorded, not yet passed on
+    self._delivered_at = None  # time.monotonic() of the first passed on
     self._previous = {}
     self._calls = queue.Queue()
     self._thread = None
@@ -93,58 +132,94 @@ class StopRequests(object):
     self._previous = {}
     if self._thread is not None:
       self._calls.put(None)  # The thread ends after its current call.
-      # Left running only where a second Ctrl-C interrupted the wait.
+      # Left running (a daemon) where a second Ctrl-C or a StopTimeout
+      # ended the wait for its call.
       if self._last_call.done.is_set():
-        self._thread.join()
+        self._thread.join(_JOIN_SECONDS)
+        if self._thread.is_alive():
+          logging.warning("The graph calls' thread did not end within %d s "
+                          "of its last call; left running.", _JOIN_SECONDS)
       self._thread = None
 
   def _record(self, signum, unused_frame):
+    """The signal handler: records, and nothing else (see the module
+    docstring); a second Ctrl-C stops at once."""
     if self.signum is not None and signum == signal.SIGINT:
       raise KeyboardInterrupt
-    if self.signum is None:
-      logging.warning("%s received: saving a checkpoint after the current "
-                      "step, then stopping (Ctrl-C again: stop at once, "
-                      "unsaved).", signal.Signals(signum).name)
     self.signum = signum
-    if self._on_request is not None:
-      self._on_request(signum)
+    self._undelivered.append(signum)
 
-  def run(self, function, *args):
+  def _deliver(self):
+    """Passes the recorded requests on (main thread, outside the handler)."""
+    while self._undelivered:
+      signum = self._undelivered.pop(0)
+      if self._delivered_at is None:
+        self._delivered_at = time.monotonic()
+        logging.warning("%s received: saving a checkpoint after the current "
+                        "step, then stopping (Ctrl-C again: stop at once, "
+                        "unsaved).", signal.Signals(signum).name)
+      if self._on_request is not None:
+        self._on_request(signum)
+
+  def run(self, function, *args, timeout=None):
     """function(*args) in a thread of this StopRequests', the caller
     waiting for it.
 
     A direct call into the graph would keep handlers from running until it
     returned (see the module docstring); waiting on an Event lets them run
     at once (POSIX interrupts the wait; unless the handler raises, the wait
-    goes on). One thread serves every call: starting one per call would
-    cost about a millisecond each (TensorFlow sets up a new thread's eager
+    goes on), and the wait's slices let this thread pass their requests
+    on. One thread serves every call: starting one per call would cost
+    about a millisecond each (TensorFlow sets up a new thread's eager
     context on its first op).
 
     Args:
       function: a callable, e.g. a tf.function.
       *args: its arguments.
+      timeout: float or None, seconds the call may take at most (None: no
+        bound until a stop request, then stop_timeout).
 
     Returns:
       what function returned.
 
     Raises:
       whatever function raised: the same exception object, traceback
-      included. KeyboardInterrupt from a handler (a second Ctrl-C): then
-      function may still run; the thread is a daemon, so that it does not
-      keep the process from exiting at once.
+      included. KeyboardInterrupt from a handler (a second Ctrl-C), or
+      StopTimeout: then function may still run; the thread is a daemon,
+      so that it does not keep the process from exiting at once.
     """
+    self._deliver()
     if self._thread is None:
       self._thread = threading.Thread(target=self._serve, name="graph_calls",
                                       daemon=True)
       self._thread.start()
-    self._last_call = _Call(function, args)
-    self._calls.put(self._last_call)
-    self._last_call.done.wait()
-    return self._last_call.outcome()
+    call = self._last_call = _Call(function, args)
+    self._calls.put(call)
+    started = time.monotonic()
+    while not call.done.wait(_POLL_SECONDS):
+      self._deliver()
+      now = time.monotonic()
+      if timeout is not None and now - started > timeout:
+        raise StopTimeout(
+            "%s did not return within %.0f s." % (_name(function), timeout),
+            self.signum, timeout)
+      if (self._delivered_at is not None and
+          now - max(started, self._delivered_at) > self.stop_timeout):
+        raise StopTimeout(
+            "%s did not stop within %.0f s of %s (a step that never ends: "
+            "a collective waiting for a worker that is gone?)." %
+            (_name(function), self.stop_timeout,
+             signal.Signals(self.signum).name), self.signum,
+            self.stop_timeout)
+    return call.outcome()
 
   def _serve(self):
     for call in iter(self._calls.get, None):
       call.run()
+
+
+def _name(function):
+  return getattr(function, "__name__", None) or repr(function)
 
 
 class _Call(object):

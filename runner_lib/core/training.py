@@ -24,6 +24,17 @@ INITIAL_LOSS_SCALE = 2.0**15
 LOSS_SCALE_PERIOD = 2000
 
 
+# A stop request (interrupt.py) ends the step loop a step or two after it
+# arrives. A graph call that goes on this many seconds plus STOP_STEPS
+# times the slowest step seen after the request is given up (its steps
+# may wait for a worker that is gone), with an error instead of a hang;
+# before a step has been timed (the first call also traces and optimizes
+# the graph), STOP_SECONDS_UNTIMED.
+STOP_SECONDS = 120
+STOP_STEPS = 5
+STOP_SECONDS_UNTIMED = 600
+
+
 class TrainingError(errors.InputError):
   """Training cannot go on (e.g. the loss is no longer finite)."""
 
@@ -446,8 +457,9 @@ class Trainer(object):
       return self.strategy.reduce(mean, self.strategy.run(
           tf.identity, args=(self._stop_requests.read_value(),)), axis=None)
 
-    with interrupt.StopRequests(self._request_stop) as stop:
-      step = start_step
+    with interrupt.StopRequests(self._request_stop,
+                                STOP_SECONDS_UNTIMED) as stop:
+      step, slowest_step = start_step, 0.0
       while step < self.num_train_steps:
         to_save = (self.save_checkpoints_steps -
                    step % self.save_checkpoints_steps)
@@ -459,8 +471,15 @@ class Trainer(object):
         except tf.errors.ResourceExhaustedError as e:
           raise OutOfMemoryError(self._out_of_memory(
               e, step, global_batch_size, max_seq_length)) from None
+        except interrupt.StopTimeout as e:
+          raise self._unstoppable(e, step) from None
         elapsed = time.time() - started
         means, done = means.numpy(), int(done)
+        # The first call's time holds the tracing: only later ones say
+        # how long a step takes.
+        if step > start_step:
+          slowest_step = max(slowest_step, elapsed / max(done, 1))
+          stop.stop_timeout = STOP_SECONDS + STOP_STEPS * slowest_step
         loss = float(means[0])
         signum = interrupt.agreed_signal(means[1:])
         step = self.step
@@ -484,9 +503,37 @@ class Trainer(object):
           self.save()
         if signum:
           raise self._interrupted(signum, stop.signum)
-      signum = interrupt.agreed_signal(stop.run(agreed_requests).numpy())
+      try:
+        signum = interrupt.agreed_signal(stop.run(
+            agreed_requests, timeout=stop.stop_timeout).numpy())
+      except interrupt.StopTimeout as e:
+        raise self._unstoppable(e, step) from None
       if signum:
         raise self._interrupted(signum, stop.signum)
+
+  def _unstoppable(self, timeout, step):
+    """The error for a graph call that outlived its bound: errors.Interrupted
+    with the signal's exit code after a stop request (so that a scheduler
+    reruns the job), else TrainingError.
+
+    Args:
+      timeout: interrupt.StopTimeout.
+      step: int, the last step known done (global_step is not read: the
+        call that did not return may still hold it).
+    """
+    latest = checkpointing.step_of(self.checkpoint.latest())
+    saved = ("Nothing saved since model.ckpt-%d" % latest if latest else
+             "No checkpoint saved")
+    if timeout.signum is None:
+      return TrainingError(
+          "Training after step %d of %d could not finish: %s Are all "
+          "workers still running? %s." % (step, self.num_train_steps,
+                                          timeout, saved))
+    return errors.Interrupted(
+        "%s after step %d of %d, but training did not stop: %s %s. Run the "
+        "same command again to resume." % (
+            signal.Signals(timeout.signum).name, step, self.num_train_steps,
+            timeout, saved), timeout.signum)
 
   def _out_of_memory(self, error, step, global_batch_size, max_seq_length):
     """The one-line message for a step that ran out of memory: what
