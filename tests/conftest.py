@@ -1,6 +1,7 @@
 """Test setup: quiet TensorFlow, CPU only, shared fixtures, the order
 the tests start in."""
 
+import faulthandler
 import fcntl
 import os
 
@@ -302,9 +303,24 @@ LONGEST_FIRST = (
 )
 
 
+# Every test's time limit (pytest-timeout, thread method: a test past it
+# fails with every thread's stack printed, its worker replaced, the rest
+# of the suite going on), about 5x the longest of its kind on the slowest
+# CPU measured (an AVX2-only EPYC, 2 cores, both busy): pytest.ini's
+# timeout for the quick tests, this for those marked slow (end-to-end
+# runs), unless a test sets its own with @pytest.mark.timeout.
+QUICK_TEST_SECONDS = 120
+SLOW_TEST_SECONDS = 900
+
+
 def pytest_collection_modifyitems(items):
   """Orders the tests as LONGEST_FIRST says, each file's tests together
-  (so a module's fixtures are set up once per worker)."""
+  (so a module's fixtures are set up once per worker); gives the slow ones
+  their time limit."""
+  for item in items:
+    if item.get_closest_marker("slow") and not item.get_closest_marker(
+        "timeout"):
+      item.add_marker(pytest.mark.timeout(SLOW_TEST_SECONDS))
   slow_files = {item.path.name for item in items
                 if item.get_closest_marker("slow")}
 
@@ -318,3 +334,45 @@ def pytest_collection_modifyitems(items):
     return (group, name, not item.get_closest_marker("slow"), index)
 
   items[:] = [item for _, item in sorted(enumerate(items), key=rank)]
+
+
+def pytest_timeout_set_timer(item, settings):
+  """pytest-timeout's thread method, reporting where a pytest-xdist
+  worker's report is seen: the stack of every thread (faulthandler's,
+  which needs no lock a hung thread may hold) on the worker's stderr,
+  which is the terminal's, then the worker exits (xdist reports the test
+  as failed and starts another worker)."""
+  if settings.method != "thread" or not settings.timeout:
+    return None
+  timer = threading.Timer(settings.timeout, _time_out,
+                          (item, settings.timeout))
+  timer.name = "test_time_limit"
+  timer.daemon = True
+  timer.start()
+  item.stash[_TIMER] = timer
+  return True
+
+
+def pytest_timeout_cancel_timer(item):
+  timer = item.stash.get(_TIMER, None)
+  if timer is None:
+    return None
+  timer.cancel()
+  del item.stash[_TIMER]
+  return True
+
+
+_TIMER = pytest.StashKey()
+
+
+def _time_out(item, seconds):
+  capture = item.config.pluginmanager.getplugin("capturemanager")
+  if capture is not None:
+    capture.suspend_global_capture(item)  # the real stderr again
+  sys.stderr.write("\n%s\nTimeout: %s ran past its limit of %g s; the stack "
+                   "of every thread:\n" % ("+" * 70, item.nodeid, seconds))
+  sys.stderr.flush()
+  faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+  sys.stderr.write("+" * 70 + "\n")
+  sys.stderr.flush()
+  os._exit(1)
