@@ -193,7 +193,12 @@ def test_recomputation_composes(tmp_path, replicas, xla, accumulation, trim,
 
 
 # One training step of a 4-layer encoder at sequence length 512 in a fresh
-# process; prints TensorFlow's allocator peak during the step, in bytes.
+# process; prints TensorFlow's allocator peak during the step, in bytes. The
+# process runs TensorFlow's BFC CPU allocator (PEAK_ENV), as
+# benchmarks/speed/bench_memory.py's do: the CPU allocator keeps statistics
+# only where it is a BFC allocator, which without that variable it is only
+# where oneDNN is on (not on AVX2-only CPUs).
+PEAK_ENV = {"TF_CPU_ALLOCATOR_USE_BFC": "true"}
 PEAK = r"""
 import sys
 import tensorflow as tf
@@ -228,7 +233,7 @@ def test_recomputation_cuts_the_peak_memory_of_a_step():
   peaks = {}
   for recompute in ("0", "1"):
     result = conftest.run([sys.executable, "-c", PEAK, recompute],
-                            cwd=ROOT)
+                          conftest.script_env(**PEAK_ENV), cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     peaks[recompute] = int(result.stdout.strip().splitlines()[-1])
   assert peaks["0"] > 150e6, peaks

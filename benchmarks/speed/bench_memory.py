@@ -14,6 +14,19 @@ runtime's code and the graph are not counted). The process's peak
 resident memory growth over the step (VmHWM less VmRSS before it) is
 printed beside it as a check.
 
+Which allocator counts: TensorFlow's CPU allocator keeps statistics only
+where it is a BFC allocator. oneDNN's is one, but TensorFlow turns oneDNN
+on only on CPUs with AVX512-VNNI, AVX512-BF16 or AMX; elsewhere (AVX2-only
+CPUs) the CPU allocator is plain malloc and keeps none. So each measuring
+process runs TensorFlow's own BFC CPU allocator (TF_CPU_ALLOCATOR_USE_BFC,
+set in its environment before TensorFlow loads; --allocator=bfc, the
+default): the same allocator and the same count on every CPU, with oneDNN
+on or off. It counts what the tensors occupy, as the GPU's BFC allocator
+does; the process's peak resident memory (the other way to measure
+without statistics) would add the runtime and malloc's caching, which
+differ between machines. --allocator=default keeps the runtime's own
+allocator (oneDNN's where it is on), to compare the two.
+
 Each row is measured at batch 1, 2, 4, ... until its peak grows linearly
 (at small batches the optimizer update's memory sets the peak, which does
 not grow with the batch); on that linear part peak = fixed + per_example
@@ -72,6 +85,11 @@ flags.DEFINE_bool("confirm", True, "Run ours at the batch predicted for the "
 flags.DEFINE_integer("time_repeats", 3, "Timed steps with and without "
                      "recomputation (0: not timed).")
 flags.DEFINE_integer("time_batch", 4, "Batch of the timed steps.")
+flags.DEFINE_enum("allocator", "bfc", ["bfc", "default"],
+                  "The CPU allocator whose peak is measured: bfc, "
+                  "TensorFlow's BFC allocator (TF_CPU_ALLOCATOR_USE_BFC) on "
+                  "every CPU; default, the runtime's own, which keeps "
+                  "statistics only where oneDNN is on.")
 flags.DEFINE_string("child", None, "Internal: one measurement, as JSON.")
 results.define_flags()
 
@@ -231,6 +249,20 @@ def available_memory():
   raise RuntimeError("/proc/meminfo has no MemAvailable")
 
 
+ALLOCATOR_NAMES = {
+    "bfc": "TensorFlow's BFC CPU allocator",
+    "default": "the runtime's own CPU allocator (oneDNN's where it is on)"}
+
+
+def child_env(allocator):
+  """The measuring process's environment: allocator "bfc" turns on
+  TensorFlow's BFC CPU allocator, read as TensorFlow loads."""
+  env = dict(os.environ)
+  if allocator == "bfc":
+    env["TF_CPU_ALLOCATOR_USE_BFC"] = "true"
+  return env
+
+
 def run_child(point, rss_limit):
   """Runs child(point) in a fresh process, stopped if its resident memory
   passes rss_limit bytes (so this machine never swaps).
@@ -242,7 +274,8 @@ def run_child(point, rss_limit):
   process = subprocess.Popen(
       [sys.executable, os.path.abspath(__file__),
        "--child=" + json.dumps(point), "--norecord"],
-      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      env=child_env(FLAGS.allocator))
   stopped = []
 
   def watch():
@@ -468,8 +501,9 @@ def main(argv):
 
   tables = [
       results.table(
-          "Peak memory of one training step (TensorFlow's allocator peak, "
-          "GB = 1e9 bytes; resident growth: the process's, as a check)",
+          "Peak memory of one training step (the allocator peak of %s, "
+          "GB = 1e9 bytes; resident growth: the process's, as a check)" %
+          ALLOCATOR_NAMES[FLAGS.allocator],
           ["model", "seq", "head", "precision", "side", "batch", "peak GB",
            "resident growth GB", "step s"], points_rows),
       results.table(
