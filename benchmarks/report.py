@@ -231,11 +231,15 @@ def settings_text(settings):
 def machine_heading(key, machine):
   """A machine's section heading and its one-line description."""
   present = [name for name, on in machine.get("flags", {}).items() if on]
-  return "### %s\n\n%s, %d cores; %s; TensorFlow %s, Python %s, %s." % (
-      key, machine["cpu"], machine["cores"],
-      ", ".join(present) or "no AVX-512 or AMX",
-      machine.get("tensorflow") or "not installed", machine["python"],
-      machine["os"])
+  # Records made before they noted it ran with the CPU's default.
+  onednn = machine.get("onednn", results.onednn_enabled(present, {}))
+  details = [", ".join(present) or "no AVX-512 or AMX",
+             "oneDNN %s" % ("on" if onednn else "off"),
+             "TensorFlow %s, Python %s, %s" % (
+                 machine.get("tensorflow") or "not installed",
+                 machine["python"], machine["os"])]
+  return "### %s\n\n%s, %d cores; %s." % (
+      key, machine["cpu"], machine["cores"], "; ".join(details))
 
 
 def record_block(entry, machine):

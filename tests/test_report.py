@@ -47,7 +47,8 @@ EXPECTED_BENCHMARKS = """\
 ### Intel Xeon Platinum 8481C (AMX), 2 cores
 
 Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz, 2 cores; avx512f, \
-avx512_bf16, amx_bf16; TensorFlow 2.20.0, Python 3.11.7, Linux 6.1.
+avx512_bf16, amx_bf16; oneDNN on; TensorFlow 2.20.0, Python 3.11.7, \
+Linux 6.1.
 
 #### bench_x
 
@@ -69,8 +70,8 @@ Commit abc1234, 2025-01-15. Settings: `repeats=1`.
 
 ### AMD EPYC 9B14 96-Core (AVX512-BF16), 4 cores
 
-AMD EPYC 9B14 96-Core Processor, 4 cores; avx512f, avx512_bf16; \
-TensorFlow 2.20.0, Python 3.11.7, Linux 6.1.
+AMD EPYC 9B14 96-Core Processor, 4 cores; avx512f, avx512_bf16; oneDNN \
+on; TensorFlow 2.20.0, Python 3.11.7, Linux 6.1.
 
 #### bench_x
 
@@ -286,8 +287,8 @@ def test_record_appends_one_json_line(tmp_path):
   assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", first["date"])
   assert re.fullmatch(r"[0-9a-f]{4,40}", first["commit"])
   assert isinstance(first["dirty"], bool)
-  assert set(first["machine"]) == {"cpu", "cores", "flags", "tensorflow",
-                                   "python", "os"}
+  assert set(first["machine"]) == {"cpu", "cores", "flags", "onednn",
+                                   "tensorflow", "python", "os"}
   assert first["machine"]["cores"] >= 1
   assert set(first["machine"]["flags"]) == set(results.CPU_FLAGS)
   assert report.load_records(str(tmp_path))[0] == first
@@ -305,6 +306,31 @@ def test_machine_key():
       "Intel Xeon Platinum 8481C (AMX), 2 cores")
   assert results.machine_key(AMD) == (
       "AMD EPYC 9B14 96-Core (AVX512-BF16), 4 cores")
+  avx2 = dict(AMD, cpu="AMD EPYC 7B13", flags={"avx2": True})
+  assert results.machine_key(avx2) == "AMD EPYC 7B13 (AVX2), 4 cores"
+  # The CPU's default oneDNN state goes unsaid; the other gets a section.
+  assert results.machine_key(dict(avx2, onednn=False)) == (
+      "AMD EPYC 7B13 (AVX2), 4 cores")
+  assert results.machine_key(dict(avx2, onednn=True)) == (
+      "AMD EPYC 7B13 (AVX2), oneDNN on, 4 cores")
+  assert results.machine_key(dict(AMD, onednn=False)) == (
+      "AMD EPYC 9B14 96-Core (AVX512-BF16), oneDNN off, 4 cores")
+
+
+def test_onednn_state_is_tensorflows():
+  """results.onednn_enabled (no TensorFlow import) against TensorFlow's
+  own answer in this process; the variable's spellings."""
+  from tensorflow.python.util import _pywrap_util_port  # pylint: disable=g-import-not-at-top
+  flags = results._present_cpu_flags()  # pylint: disable=protected-access
+  assert results.onednn_enabled(flags) == _pywrap_util_port.IsMklEnabled()
+  assert results.onednn_enabled(["avx2"], {}) is False
+  assert results.onednn_enabled(["avx2", "avx512_vnni"], {}) is True
+  for value, state in (("1", True), ("true", True), ("0", False),
+                       ("False", False)):
+    assert results.onednn_enabled(["avx2"], {
+        "TF_ENABLE_ONEDNN_OPTS": value}) is state
+    assert results.onednn_enabled(["amx_bf16"], {
+        "TF_ENABLE_ONEDNN_OPTS": value}) is state
 
 
 def test_make_benchmark_runs_what_its_comment_lists():

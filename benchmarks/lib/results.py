@@ -142,17 +142,49 @@ def _cpu_model():
   return platform.processor() or platform.machine()
 
 
-def _cpu_flags():
-  present = set()
+def _present_cpu_flags():
   try:
     with open("/proc/cpuinfo", encoding="utf-8") as f:
       for line in f:
         if line.startswith("flags"):
-          present = set(line.split(":", 1)[1].split())
-          break
+          return set(line.split(":", 1)[1].split())
   except OSError:
     pass
+  return set()
+
+
+def _cpu_flags():
+  present = _present_cpu_flags()
   return {name: name in present for name in CPU_FLAGS}
+
+
+# The CPU flags with which TensorFlow 2.20's Linux x86 build turns oneDNN on
+# by default (tensorflow/core/util/util.cc, IsMKLEnabled): neural-network
+# instructions. Elsewhere (AVX2-only CPUs) it runs its Eigen kernels and a
+# CPU allocator without statistics, unless TF_ENABLE_ONEDNN_OPTS says
+# otherwise.
+ONEDNN_CPU_FLAGS = ("avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile",
+                    "amx_int8", "amx_bf16")
+
+
+def onednn_enabled(cpu_flags, environ=None):
+  """Whether TensorFlow runs oneDNN here, without importing TensorFlow.
+
+  Args:
+    cpu_flags: set of str, /proc/cpuinfo's flags.
+    environ: mapping, the environment TensorFlow loads with (os.environ).
+
+  Returns:
+    bool: TF_ENABLE_ONEDNN_OPTS where it is set (1/true or 0/false), else
+    whether the CPU has one of ONEDNN_CPU_FLAGS.
+  """
+  setting = (os.environ if environ is None else environ).get(
+      "TF_ENABLE_ONEDNN_OPTS", "").strip().lower()
+  if setting in ("1", "true"):
+    return True
+  if setting in ("0", "false"):
+    return False
+  return bool(set(cpu_flags) & set(ONEDNN_CPU_FLAGS))
 
 
 def _cores():
@@ -173,9 +205,11 @@ def _tensorflow_version():
 
 def machine():
   """What the numbers depend on: dict with cpu (model name), cores (usable
-  by this process), flags (CPU_FLAGS -> bool), tensorflow (version or
-  None), python, os."""
+  by this process), flags (CPU_FLAGS -> bool), onednn (whether TensorFlow
+  runs oneDNN, onednn_enabled), tensorflow (version or None), python,
+  os."""
   return {"cpu": _cpu_model(), "cores": _cores(), "flags": _cpu_flags(),
+          "onednn": onednn_enabled(_present_cpu_flags()),
           "tensorflow": _tensorflow_version(),
           "python": platform.python_version(),
           "os": "%s %s" % (platform.system(), platform.release())}
@@ -191,10 +225,16 @@ def machine_key(machine_info):
   cpu = " ".join(cpu.replace(" Processor", " ").split()) or "Unknown CPU"
   flags = machine_info.get("flags", {})
   for feature, label in (("amx_bf16", "AMX"), ("avx512_bf16", "AVX512-BF16"),
-                         ("avx512f", "AVX-512")):
+                         ("avx512f", "AVX-512"), ("avx2", "AVX2")):
     if flags.get(feature):
       cpu += " (%s)" % label
       break
+  # Where the record says so and it is not the CPU's default (a run with
+  # TF_ENABLE_ONEDNN_OPTS set), its numbers go in a section of their own.
+  onednn = machine_info.get("onednn")
+  if onednn is not None and onednn != onednn_enabled(
+      [name for name, on in flags.items() if on], {}):
+    cpu += ", oneDNN %s" % ("on" if onednn else "off")
   cores = machine_info.get("cores")
   return "%s, %d core%s" % (cpu, cores, "s" * (cores != 1))
 
