@@ -82,6 +82,7 @@ OUTPUT_PAGES = {"demo": RESULTS_PAGE}
 BLOCKS = ((BENCHMARKS_PAGE, "benchmarks"),
           (BENCHMARKS_PAGE, "benchmarks-figure"),
           (RESULTS_PAGE, "results"),
+          (TRAINING_PAGE, "bfloat16-speed"),
           (TRAINING_PAGE, "memory"),
           (README, "glance")) + tuple(
               (OUTPUT_PAGES.get(name, README), name) for name in OUTPUTS)
@@ -350,6 +351,38 @@ def glance_block(records):
   return table + "\n\nSpeed ratios: ours / peer, above 1 where ours is faster."
 
 
+# bench_classifier's table of each precision's speed over float32's.
+BFLOAT16_SPEED = "ours against ours float32"
+
+
+def bfloat16_speed_block(records):
+  """docs/training.md's table: what --precision=bfloat16 does to the speed
+  of a fine-tuning step on each machine (bench_classifier), beside
+  whether its CPU has bfloat16 units."""
+  rows = []
+  for key, entries in by_machine(
+      [e for e in records if e["benchmark"] == "bench_classifier"]):
+    flags = entries[0]["machine"].get("flags", {})
+    units = "yes" if flags.get("avx512_bf16") or flags.get("amx_bf16") else (
+        "no")
+    for entry in entries:
+      for table in entry["tables"]:
+        if table["title"] != BFLOAT16_SPEED:
+          continue
+        for precision, speed_up in table["rows"]:
+          rows.append([key, units, entry["settings"].get("shape", "base"),
+                       precision, speed_up, day(entry)])
+  if not rows:
+    return "Not recorded yet: run `make benchmark`."
+  return markdown_table({
+      "title": None, "rows": rows,
+      "columns": ["machine", "bfloat16 units", "shape", "precision",
+                  "speed / float32's", "date"]}) + (
+                      "\n\nbench_classifier's fine-tuning step (batch 32, "
+                      "seq 128), ours in each precision against ours in "
+                      "float32; below 1: slower.")
+
+
 def memory_table(entry, title):
   """The table of a bench_memory record whose title starts with title.
 
@@ -500,6 +533,7 @@ def render(records):
   blocks = {(BENCHMARKS_PAGE, "benchmarks"): benchmarks_block(kept),
             (BENCHMARKS_PAGE, "benchmarks-figure"): figure_block(bars),
             (RESULTS_PAGE, "results"): results_block(kept),
+            (TRAINING_PAGE, "bfloat16-speed"): bfloat16_speed_block(kept),
             (TRAINING_PAGE, "memory"): memory_block(kept),
             (README, "glance"): glance_block(kept)}
   for name in OUTPUTS:

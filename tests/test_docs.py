@@ -35,7 +35,7 @@ REPORT_BLOCKS = {
                   "quickstart-serving"},
     "docs/results.md": {"results", "demo"},
     "docs/benchmarks.md": {"benchmarks", "benchmarks-figure"},
-    "docs/training.md": {"memory"},
+    "docs/training.md": {"bfloat16-speed", "memory"},
 }
 
 # absl's own flags, which every absl script accepts (app, logging, flags).

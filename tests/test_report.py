@@ -426,3 +426,22 @@ def test_memory_block_figure_and_no_speed_bars(tmp_path):
   changed = report.write(str(tmp_path))
   assert report.MEMORY_FIGURE in changed
   assert report.check(str(tmp_path)) == []
+
+
+def test_bfloat16_speed_block_per_machine_with_its_units():
+  avx2 = dict(AMD, cpu="AMD EPYC 7B13", flags={"avx2": True})
+  records = []
+  for machine, speed_up in ((INTEL, 2.5), (avx2, 0.4)):
+    record = entry("2025-03-01T10:00:00Z", [], machine=machine,
+                   benchmark="bench_classifier")
+    record["settings"] = {"shape": "minilm"}
+    record["tables"] = [{"title": report.BFLOAT16_SPEED,
+                         "columns": ["precision", "speed-up"],
+                         "rows": [["bfloat16", speed_up]]}]
+    records.append(record)
+  block = report.bfloat16_speed_block(report.newest(records))
+  assert ("| Intel Xeon Platinum 8481C (AMX), 2 cores | yes | minilm | "
+          "bfloat16 | 2.5 | 2025-03-01 |") in block
+  assert ("| AMD EPYC 7B13 (AVX2), 4 cores | no | minilm | bfloat16 | 0.4 | "
+          "2025-03-01 |") in block
+  assert report.bfloat16_speed_block([]).startswith("Not recorded yet")
