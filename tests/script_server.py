@@ -240,8 +240,12 @@ class Client(object):
 
   def close(self):
     if self._process is not None:
-      self._process.stdin.close()
-      self._process.wait()
+      self._process.stdin.close()  # The server exits at EOF.
+      try:
+        self._process.wait(timeout=60)
+      except subprocess.TimeoutExpired:
+        self._process.kill()
+        self._process.wait(timeout=60)
       self._process = None
     shutil.rmtree(self._folder, ignore_errors=True)
 
@@ -308,7 +312,7 @@ class ScriptProcess(object):
       self.wait(timeout)
     except subprocess.TimeoutExpired:
       self.kill()
-      self.wait()
+      self.wait(60)  # A killed process ends at once.
       raise
     outputs = []
     for path in (self._stdout, self._stderr):

@@ -20,6 +20,11 @@ import sys
 import traceback
 
 
+# How long a worker whose socket closed may take to exit before it is
+# killed (it exits at once unless something is badly wrong).
+_EXIT_SECONDS = 10
+
+
 class WorkerError(RuntimeError):
   """A worker process failed; the message carries its traceback or exit."""
 
@@ -60,7 +65,7 @@ class _Worker(object):
     try:
       status, value = self.connection.recv()
     except (EOFError, OSError):
-      code = self.process.wait()
+      code = self._end(_EXIT_SECONDS)
       raise WorkerError("a worker process (pid %d) exited with code %s "
                         "while working; out of memory?" %
                         (self.process.pid, code)) from None
@@ -74,11 +79,23 @@ class _Worker(object):
     self.connection.close()
     if busy:
       self.process.kill()
-    try:
-      self.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-      self.process.kill()
-      self.process.wait()
+    self._end(_EXIT_SECONDS)
+
+  def _end(self, seconds):
+    """The worker's exit code, once it has exited: waits up to seconds,
+    then kills it (and waits as long again for the kill).
+
+    Raises:
+      WorkerError: it outlived even the kill.
+    """
+    for attempt in range(2):
+      try:
+        return self.process.wait(timeout=seconds)
+      except subprocess.TimeoutExpired:
+        if attempt == 0:
+          self.process.kill()
+    raise WorkerError("a worker process (pid %d) did not exit within %d s "
+                      "of SIGKILL" % (self.process.pid, seconds))
 
 
 def ordered_map(function, tasks, num_workers, initializer=None, initargs=()):
