@@ -292,6 +292,7 @@ LONGEST_FIRST = (
     "test_run_ner.py",  # 90
     "test_run_pretraining.py",  # 85
     "test_preemption.py",  # 75
+    "test_onednn_other_way.py",  # 60
     "test_resume_faults.py",  # 75
     "test_quickstarts.py",  # 55
     "test_run_squad.py",  # 35

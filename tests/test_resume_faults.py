@@ -494,14 +494,14 @@ def test_pretraining_killed_again_and_again_ends_with_the_same_weights(
     data, tmp_path):
   # A checkpoint after every step, of 8 MB (a vocab of 20000: the records
   # use its first ids): writes (data, index, state file, pruning) take most
-  # of the time, so random moments often fall within one; three kills are
-  # aimed at one. One layer: each of the nine processes builds and traces
+  # of the time, so random moments often fall within one; two kills are
+  # aimed at one. One layer: each of the six processes builds and traces
   # the model, which a second layer makes about 0.8 s of CPU longer.
   config = modeling.BertConfig(**dict(pretraining_test.CONFIG,
                                       vocab_size=20000, num_hidden_layers=1))
   (tmp_path / "bert_config.json").write_text(config.to_json_string())
-  # The kills fall by about step 30 (the 7th is aimed at step 23); the last
-  # run resumes and trains the rest.
+  # The kills fall by about step 30 (the last is aimed at step 28 at the
+  # latest); the last run resumes and trains the rest.
   steps = 50
   flags = dict(do_eval="false", num_train_steps=str(steps),
                save_checkpoints_steps="1", iterations_per_loop="1",
@@ -518,12 +518,13 @@ def test_pretraining_killed_again_and_again_ends_with_the_same_weights(
   rng = random.Random(17)
   step, left_behind, logs = 0, [], ""
   chain.mkdir()
-  for kill in range(7):
-    # Every other kill (the 2nd, 4th, 6th) lands within a checkpoint write,
-    # the others at random moments. The 7th run is stopped by SIGTERM (a
-    # preemption) instead: it saves where it is and exits.
-    signum = signal.SIGTERM if kill == 6 else signal.SIGKILL
-    during = rng.choice(WRITES) if kill % 2 and kill != 6 else None
+  # A SIGKILL at a random moment, one within each of a checkpoint's writes
+  # (the data file, then the index), then a SIGTERM (a preemption): that
+  # run saves where it is and exits.
+  stops = ([(signal.SIGKILL, None)] +
+           [(signal.SIGKILL, write) for write in WRITES] +
+           [(signal.SIGTERM, None)])
+  for signum, during in stops:
     step += rng.randint(1, 7)
     result, left = signal_at(cmd, chain, step, signum, rng, during)
     if during:
