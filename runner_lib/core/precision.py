@@ -35,9 +35,14 @@ def cpu_flags(path=CPUINFO):
 def warn_without_bf16_units(path=CPUINFO):
   """Warns when bfloat16 will run on a CPU without bfloat16 units.
 
-  There TensorFlow emulates it in float32 arithmetic with conversions on
-  top, so a step is slower than in float32. Nothing is said on a GPU or
-  TPU, or where the CPU's flags cannot be read.
+  There TensorFlow emulates it: each bfloat16 matmul converts its operands
+  to float32 and rounds its result back, so bfloat16 gains little or
+  nothing over float32 (docs/training.md's table, from bench_classifier:
+  on an AVX2-only EPYC, ours in bfloat16 ran a MiniLM fine-tuning step at
+  about float32's speed, where Keras' mixed_bfloat16 policy, all of it in
+  emulated bfloat16, ran one 20x slower) and rounds as bfloat16 does.
+  Nothing is said on a GPU or TPU, or where the CPU's flags cannot be
+  read. The runners call it once.
 
   Returns:
     bool, whether it warned.
@@ -50,7 +55,8 @@ def warn_without_bf16_units(path=CPUINFO):
   logging.warning(
       "--precision=bfloat16 on a CPU without bfloat16 units (its flags "
       "have neither %s): TensorFlow emulates bfloat16 there, so this runs "
-      "slower than --precision=float32.", " nor ".join(BF16_CPU_FLAGS))
+      "at about --precision=float32's speed or slower (docs/training.md, "
+      "Precision), with bfloat16's rounding.", " nor ".join(BF16_CPU_FLAGS))
   return True
 
 
