@@ -33,8 +33,7 @@ sys.exit(pytest.main(sys.argv[1:]))
 
 @pytest.mark.slow
 def test_the_fused_kernel_checks_pass_with_onednn_the_other_way():
-  here = results.onednn_enabled(results._present_cpu_flags())  # pylint: disable=protected-access
-  other = not here
+  other = not results.machine()["onednn"]
   env = conftest.script_env(TF_ENABLE_ONEDNN_OPTS="1" if other else "0")
   result = subprocess.run(
       [sys.executable, "-c", _RUN, "-q", "-p", "no:cacheprovider", "-x",

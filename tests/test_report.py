@@ -321,8 +321,7 @@ def test_onednn_state_is_tensorflows():
   """results.onednn_enabled (no TensorFlow import) against TensorFlow's
   own answer in this process; the variable's spellings."""
   from tensorflow.python.util import _pywrap_util_port  # pylint: disable=g-import-not-at-top
-  flags = results._present_cpu_flags()  # pylint: disable=protected-access
-  assert results.onednn_enabled(flags) == _pywrap_util_port.IsMklEnabled()
+  assert results.machine()["onednn"] == _pywrap_util_port.IsMklEnabled()
   assert results.onednn_enabled(["avx2"], {}) is False
   assert results.onednn_enabled(["avx2", "avx512_vnni"], {}) is True
   for value, state in (("1", True), ("true", True), ("0", False),

@@ -18,10 +18,12 @@ on top of any code of the main thread (a checkpoint save, a lock held
 inside TensorFlow or logging), so it calls nothing that could wait for
 what that code holds. Every wait has a bound: once a request is passed
 on, a graph call that has not returned within StopRequests' stop_timeout
-is given up (StopTimeout) instead of waited for. Under MultiWorkerMirroredStrategy each
-worker records only its own signals, and the loop averages each worker's
-request flags (one_hot) over the workers in the collective it already runs
-every step: a signal to any worker stops all of them after the same step
+is given up (StopTimeout) instead of waited for.
+
+Under MultiWorkerMirroredStrategy each worker records only its own
+signals, and the loop averages each worker's request flags (one_hot) over
+the workers in the collective it already runs every step: a signal to any
+worker stops all of them after the same step
 (agreed_signal). A Ctrl-C after the first signal stops at once, unsaved.
 """
 
@@ -51,18 +53,16 @@ _JOIN_SECONDS = 30
 
 
 class StopTimeout(RuntimeError):
-  """A graph call did not return within its bound after a stop request.
+  """A graph call did not return within its bound (StopRequests.run).
 
   Attributes:
     signum: the signal recorded, or None where the call's own timeout
       passed without one.
-    seconds: float, the bound that passed.
   """
 
-  def __init__(self, message, signum, seconds):
+  def __init__(self, message, signum):
     super().__init__(message)
     self.signum = signum
-    self.seconds = seconds
 
 
 def one_hot(signum):
@@ -202,15 +202,14 @@ class StopRequests(object):
       if timeout is not None and now - started > timeout:
         raise StopTimeout(
             "%s did not return within %.0f s." % (_name(function), timeout),
-            self.signum, timeout)
+            self.signum)
       if (self._delivered_at is not None and
           now - max(started, self._delivered_at) > self.stop_timeout):
         raise StopTimeout(
             "%s did not stop within %.0f s of %s (a step that never ends: "
             "a collective waiting for a worker that is gone?)." %
             (_name(function), self.stop_timeout,
-             signal.Signals(self.signum).name), self.signum,
-            self.stop_timeout)
+             signal.Signals(self.signum).name), self.signum)
     return call.outcome()
 
   def _serve(self):
