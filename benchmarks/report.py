@@ -232,8 +232,7 @@ def settings_text(settings):
 def machine_heading(key, machine):
   """A machine's section heading and its one-line description."""
   present = [name for name, on in machine.get("flags", {}).items() if on]
-  # Records made before they noted it ran with the CPU's default.
-  onednn = machine.get("onednn", results.onednn_enabled(present, {}))
+  onednn, _ = results.onednn_state(machine)
   details = [", ".join(present) or "no AVX-512 or AMX",
              "oneDNN %s" % ("on" if onednn else "off"),
              "TensorFlow %s, Python %s, %s" % (

@@ -42,8 +42,10 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RESULTS_DIR = os.path.join(REPO, "benchmarks", "results")
 
 # CPU features that decide the speed of float32 and bfloat16 matmuls.
-CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16",
-             "amx_tile", "amx_bf16", "amx_int8")
+# (Those ONEDNN_CPU_FLAGS names among them, so that a record tells whether
+# its oneDNN state was the CPU's default.)
+CPU_FLAGS = ("avx2", "avx_vnni", "avx512f", "avx512_vnni", "avx512_bf16",
+             "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8")
 
 # Changes here cannot change a measurement: the records themselves (each
 # benchmark appends to a tracked file, which would mark every later run of
@@ -187,6 +189,15 @@ def onednn_enabled(cpu_flags, environ=None):
   return bool(set(cpu_flags) & set(ONEDNN_CPU_FLAGS))
 
 
+def onednn_state(machine_info):
+  """(whether a record's run had oneDNN on, whether that is its CPU's
+  default). Records made before they noted it ran with the default."""
+  default = onednn_enabled(
+      [name for name, on in machine_info.get("flags", {}).items() if on], {})
+  state = machine_info.get("onednn", default)
+  return state, state == default
+
+
 def _cores():
   try:
     return len(os.sched_getaffinity(0))
@@ -231,9 +242,8 @@ def machine_key(machine_info):
       break
   # Where the record says so and it is not the CPU's default (a run with
   # TF_ENABLE_ONEDNN_OPTS set), its numbers go in a section of their own.
-  onednn = machine_info.get("onednn")
-  if onednn is not None and onednn != onednn_enabled(
-      [name for name, on in flags.items() if on], {}):
+  onednn, default = onednn_state(machine_info)
+  if not default:
     cpu += ", oneDNN %s" % ("on" if onednn else "off")
   cores = machine_info.get("cores")
   return "%s, %d core%s" % (cpu, cores, "s" * (cores != 1))
