@@ -31,9 +31,18 @@ def truncated_pair_lengths(length_a, length_b, max_length):
 
 
 def _keep_first(ragged, lengths):
-  """Keeps the first lengths[i] items of row i of a RaggedTensor [B, (N)]."""
-  positions = tf.ragged.range(ragged.row_lengths())
-  return tf.ragged.boolean_mask(ragged, positions < lengths[:, tf.newaxis])
+  """Keeps the first lengths[i] items of row i of a RaggedTensor [B, (N)].
+
+  A gather of each row's first indices: a mask compared against lengths
+  broadcast over the ragged rows gives the same, but takes seconds to
+  trace.
+  """
+  row_lengths = ragged.row_lengths()
+  keep = tf.clip_by_value(tf.cast(lengths, row_lengths.dtype), 0, row_lengths)
+  starts = ragged.row_starts()
+  indices = tf.ragged.range(starts, starts + keep)
+  return indices.with_flat_values(tf.gather(ragged.values,
+                                            indices.flat_values))
 
 
 class BertPreprocessor(keras.layers.Layer):

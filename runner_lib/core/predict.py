@@ -78,7 +78,7 @@ def predictor(strategy, predict_fn):
   # dataset's (dynamic) shape rather than a trace of their own.
   step = tf.function(lambda batch, is_real: strategy.run(
       lambda b, r: (predict_fn(b), r), args=(batch, is_real)),
-                     reduce_retracing=True)
+                     reduce_retracing=True, autograph=False)
 
   def gather(per_replica):
     return np.concatenate(

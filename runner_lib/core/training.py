@@ -250,7 +250,11 @@ class Trainer(object):
     variables["global_step"] = self.global_step
     self.checkpoint = checkpointing.TrainingCheckpoint(
         output_dir, variables, keep_checkpoint_max)
-    self._compute = tf.function(self._loss_and_grads, jit_compile=jit_compile)
+    # AutoGraph off below the step loop (no tensor-dependent Python control
+    # flow there): converting the model's and the optimizer's code costs
+    # seconds of every run's start and changes no op.
+    self._compute = tf.function(self._loss_and_grads, jit_compile=jit_compile,
+                                autograph=False)
     self._summary_writer = None
 
   @property
@@ -442,7 +446,8 @@ class Trainer(object):
         # say why the loop stopped.
         agreed = tf.reduce_max(means[1:]) > 0
         per_replica = self.strategy.run(
-            self._train_step_and_requests,
+            tf.autograph.experimental.do_not_convert(
+                self._train_step_and_requests),
             args=(next(iterator), self._stop_requests.read_value()))
         means = self.strategy.reduce(mean, per_replica, axis=None)
         done += 1
@@ -452,7 +457,7 @@ class Trainer(object):
 
     # A request made after the last step read it (during that step or the
     # last save), agreed on the same way.
-    @tf.function
+    @tf.function(autograph=False)
     def agreed_requests():
       return self.strategy.reduce(mean, self.strategy.run(
           tf.identity, args=(self._stop_requests.read_value(),)), axis=None)
@@ -610,7 +615,7 @@ class Trainer(object):
     """
     dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
 
-    @tf.function
+    @tf.function(autograph=False)
     def eval_step(batch):
       per_replica = self.strategy.run(
           lambda b: metrics_fn(self.model, b), args=(batch,))

@@ -6,11 +6,19 @@ the task's Keras model and the post-processing, so a loaded SavedModel
 needs TensorFlow and TensorFlow Text only.
 """
 
+import functools
+
 import tensorflow as tf
 
 import modeling
 from runner_lib.core import input_pipeline
 import tokenization
+
+
+# The signatures' tf.function: AutoGraph off, as none has tensor-dependent
+# Python control flow, so an export does not spend seconds converting the
+# model's code (the graph is the same).
+function = functools.partial(tf.function, autograph=False)
 
 
 def string_spec(name, shape=(None,)):
@@ -97,8 +105,8 @@ class ClassifierModule(ServingModule):
     self.pair = pair
     inputs = [string_spec("text_a")] + (
         [string_spec("text_b")] if pair else [])
-    self.serve = tf.function(self._serve, input_signature=inputs)
-    self.serve_examples = tf.function(
+    self.serve = function(self._serve, input_signature=inputs)
+    self.serve_examples = function(
         self._serve_examples, input_signature=[string_spec("examples")])
 
   def _serve(self, text_a, text_b=None):
@@ -172,12 +180,12 @@ class EncoderModule(_HoldsModel,
             for name in HUB_INPUTS}
     for training in (False, True):
       self.__call__.get_concrete_function(spec, training=training)
-    self.serve = tf.function(self._serve, input_signature=[
+    self.serve = function(self._serve, input_signature=[
         string_spec("text_a")])
-    self.serve_pair = tf.function(self._serve, input_signature=[
+    self.serve_pair = function(self._serve, input_signature=[
         string_spec("text_a"), string_spec("text_b")])
 
-  @tf.function
+  @function
   def __call__(self, inputs, training=False):
     """TF Hub's encoder call.
 
@@ -231,7 +239,7 @@ class SwagModule(ServingModule):
                num_choices=4):
     super().__init__(model, vocab_file, do_lower_case, seq_length)
     self.num_choices = num_choices
-    self.serve = tf.function(self._serve, input_signature=[
+    self.serve = function(self._serve, input_signature=[
         string_spec("context"), string_spec("start"),
         string_spec("endings", (None, num_choices))])
 
@@ -303,7 +311,7 @@ class NerModule(ServingModule):
     super().__init__(model, vocab_file, do_lower_case, seq_length)
     self.labels = tf.constant(label_list)
     self.unk_id = tokenization.read_vocab_tokens(vocab_file).index("[UNK]")
-    self.serve = tf.function(self._serve, input_signature=[string_spec("text")])
+    self.serve = function(self._serve, input_signature=[string_spec("text")])
 
   def _serve(self, text):
     """Tags a batch.
@@ -395,12 +403,12 @@ class PreprocessorModule(tf.Module):
     for segments in ([pieces], [pieces, pieces]):
       self.bert_pack_inputs.get_concrete_function(segments, length)
 
-  @tf.function(input_signature=[string_spec("text")])
+  @function(input_signature=[string_spec("text")])
   def tokenize(self, text):
     """int32 RaggedTensor [B, (words), (wordpieces)] of string [B]."""
     return tf.cast(self.tokenizer.tokenize_word_ids(text), tf.int32)
 
-  @tf.function
+  @function
   def bert_pack_inputs(self, segments, seq_length):
     """Packs one or two tokenized segments (tokenize's outputs) as
     [CLS] A [SEP] B [SEP], truncated as the original, padded to
@@ -412,7 +420,7 @@ class PreprocessorModule(tf.Module):
             "input_mask": packed["input_mask"],
             "input_type_ids": packed["segment_ids"]}
 
-  @tf.function(input_signature=[string_spec("text")])
+  @function(input_signature=[string_spec("text")])
   def __call__(self, text):
     """The encoder inputs of single sentences, seq_length long."""
     return self.bert_pack_inputs([self.tokenize(text)],

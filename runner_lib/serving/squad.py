@@ -257,7 +257,7 @@ class SquadModule(modules.ServingModule):
     self.max_answer_length = max_answer_length
     self.version_2_with_negative = version_2_with_negative
     self.null_score_diff_threshold = null_score_diff_threshold
-    self.serve = tf.function(self._serve, input_signature=[
+    self.serve = modules.function(self._serve, input_signature=[
         modules.string_spec("question"), modules.string_spec("context")])
 
   def _windows(self, question, words):
