@@ -9,10 +9,12 @@ original's records, record for record:
     --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5
 
 Input: one sentence per line, a blank line between documents. With
---num_workers=N > 1 the corpus is cut into shards processed on N cores and
-streamed to the outputs without holding the corpus in memory (see
-runner_lib/pretraining/sharding.py): the same statistics, not the same
-records.
+--num_workers=N > 1 (N local processes) or --dask_scheduler=tcp://HOST:PORT
+(the workers of a Dask cluster) the corpus is cut into shards of
+--shard_bytes, each made and written by a worker to
+OUTPUT-00012-of-00480, with OUTPUT.manifest.json beside them (see
+runner_lib/pretraining/sharding.py): the same statistics as the original,
+not the same records, and the same records whatever the workers.
 
 No TensorFlow here (on local files): the 2018 tokenizer in pure Python, the
 records framed by hand. Importing TensorFlow would cost more time than
@@ -40,6 +42,7 @@ from runner_lib.core import text_input
 from runner_lib.core import tfrecord_writer
 from runner_lib.pretraining import documents as pretraining_documents
 from runner_lib.pretraining import instances as pretraining_instances
+from runner_lib.pretraining import sharded_run
 from runner_lib.pretraining import sharding
 from tokenization import wordpiece
 
@@ -78,7 +81,15 @@ flags.DEFINE_float("short_seq_prob", 0.1,
 # Optional, new here.
 flags.DEFINE_integer("num_workers", 1,
                      "Processes. 1 reproduces the original exactly; more "
-                     "shard the corpus and stream it in bounded memory.")
+                     "make shards of --shard_bytes, each written by its "
+                     "worker to OUTPUT-NNNNN-of-NNNNN.")
+flags.DEFINE_string("dask_scheduler", None,
+                    "tcp://HOST:PORT (or tls://) of a Dask scheduler: its "
+                    "workers make the shards, as --num_workers does "
+                    "locally (the same files).")
+flags.DEFINE_integer("shard_bytes", sharding.SHARD_BYTES,
+                     "Input text per shard when sharded; the records depend "
+                     "on it (and not on the workers).")
 flags.DEFINE_bool("gzip", False, "Write GZIP-compressed TFRecords.")
 flags.DEFINE_bool("skip_invalid_lines", False,
                   "Skip (and count) input lines that are not UTF-8 instead of "
@@ -105,10 +116,16 @@ def check_flags():
   if not 0.0 <= FLAGS.short_seq_prob <= 1.0:
     raise errors.InputError("--short_seq_prob must be in [0, 1], got %s." %
                             FLAGS.short_seq_prob)
-  for name in ("max_predictions_per_seq", "dupe_factor", "num_workers"):
+  for name in ("max_predictions_per_seq", "dupe_factor", "num_workers",
+               "shard_bytes"):
     if FLAGS[name].value < 1:
       raise errors.InputError("--%s must be at least 1, got %d." %
                               (name, FLAGS[name].value))
+  if sharded() and "," in FLAGS.output_file:
+    raise errors.InputError(
+        "--output_file=%s: a sharded run (--num_workers > 1 or "
+        "--dask_scheduler) takes one prefix for its shards, not a list." %
+        FLAGS.output_file)
   for path in FLAGS.output_file.split(","):
     fileio.check_output_file(path)
   expected = int(round(FLAGS.max_seq_length * FLAGS.masked_lm_prob))
@@ -122,6 +139,48 @@ def check_flags():
       FLAGS.max_predictions_per_seq, FLAGS.do_whole_word_mask)
 
 
+def sharded():
+  return FLAGS.num_workers > 1 or bool(FLAGS.dask_scheduler)
+
+
+# The flags a sharded run's records depend on (its manifest holds them).
+RECORD_FLAGS = ("do_lower_case", "do_whole_word_mask", "max_seq_length",
+                "max_predictions_per_seq", "random_seed", "dupe_factor",
+                "masked_lm_prob", "short_seq_prob", "gzip",
+                "skip_invalid_lines")
+
+
+def write_shards(tokens, input_files, input_sizes, options):
+  """The sharded run: workers make and write the shards (sharded_run)."""
+  shards = sharding.plan(input_files, input_sizes, FLAGS.shard_bytes)
+  settings = sharding.Settings(
+      tuple(tokens), FLAGS.do_lower_case, options, FLAGS.dupe_factor,
+      FLAGS.random_seed, FLAGS.skip_invalid_lines, FLAGS.gzip,
+      FLAGS.output_file, len(shards))
+  spec = sharded_run.run_spec({name: FLAGS[name].value
+                               for name in RECORD_FLAGS},
+                              input_files, input_sizes, FLAGS.vocab_file,
+                              FLAGS.shard_bytes, len(shards))
+  if FLAGS.dask_scheduler:
+    from runner_lib.pretraining import cluster  # pylint: disable=g-import-not-at-top
+    with cluster.connect(FLAGS.dask_scheduler) as client:
+      workers = len(client.scheduler_info()["workers"])
+      manifest = sharded_run.write(
+          FLAGS.output_file, spec, shards,
+          lambda todo: cluster.run(client, todo, settings),
+          "a Dask cluster (%d workers now)" % workers)
+  else:
+    manifest = sharded_run.write(
+        FLAGS.output_file, spec, shards,
+        lambda todo: sharding.run_local(todo, settings, FLAGS.num_workers),
+        "%d local workers" % FLAGS.num_workers)
+  if not manifest["records"]:
+    raise errors.InputError(
+        "--input_file %s holds no text to make instances of." %
+        FLAGS.input_file)
+  return manifest
+
+
 def main(_):
   options = check_flags()
   try:
@@ -132,35 +191,37 @@ def main(_):
   vocab = {token: index for index, token in enumerate(tokens)}
   masking_vocab = pretraining_documents.masking_vocab(vocab, FLAGS.vocab_file)
   input_files = text_input.expand_globs(FLAGS.input_file)
-  total_bytes = sum(gfile.size(f) for f in input_files)
+  input_sizes = [gfile.size(f) for f in input_files]
+  total_bytes = sum(input_sizes)
   if not total_bytes:
     raise errors.InputError("--input_file %s: the files are empty." %
                             FLAGS.input_file)
   logging.info("*** Reading from %d input files (%.1f MB) ***",
                len(input_files), total_bytes / 1e6)
+  start = time.time()
+  if sharded():
+    manifest = write_shards(tokens, input_files, input_sizes, options)
+    logging.info("Wrote %d total instances to %d shards %s-* in %.1f s",
+                 manifest["records"], manifest["num_shards"],
+                 FLAGS.output_file, time.time() - start)
+    return
   output_files = FLAGS.output_file.split(",")
   lines = text_input.read_lines(input_files, FLAGS.skip_invalid_lines)
-  start = time.time()
   with tfrecord_writer.RoundRobinWriter(output_files, FLAGS.gzip) as writer:
-    if FLAGS.num_workers == 1:
-      tokenizer = wordpiece.IdTokenizer(vocab, FLAGS.do_lower_case)
-      documents = pretraining_documents.read_documents(
-          lines, tokenizer.tokenize_ids,
-          progress.Progress("Tokenizing", total_bytes / 1e6))
-      logging.info("%d documents tokenized in %.1f s", len(documents),
-                   time.time() - start)
-      # Park instances beside the outputs, whose disk has room for them;
-      # in $TMPDIR where the outputs go to a remote file system (gs://).
-      spill_directory = None
-      if not gfile.is_remote(output_files[0]):
-        spill_directory = os.path.dirname(os.path.abspath(output_files[0]))
-      records = pretraining_instances.create_training_records(
-          documents, options, masking_vocab, FLAGS.dupe_factor,
-          random.Random(FLAGS.random_seed), spill_directory)
-    else:
-      records = sharding.sharded_records(
-          lines, total_bytes, FLAGS.num_workers, vocab, FLAGS.do_lower_case,
-          options, FLAGS.dupe_factor, FLAGS.random_seed)
+    tokenizer = wordpiece.IdTokenizer(vocab, FLAGS.do_lower_case)
+    documents = pretraining_documents.read_documents(
+        lines, tokenizer.tokenize_ids,
+        progress.Progress("Tokenizing", total_bytes / 1e6))
+    logging.info("%d documents tokenized in %.1f s", len(documents),
+                 time.time() - start)
+    # Park instances beside the outputs, whose disk has room for them;
+    # in $TMPDIR where the outputs go to a remote file system (gs://).
+    spill_directory = None
+    if not gfile.is_remote(output_files[0]):
+      spill_directory = os.path.dirname(os.path.abspath(output_files[0]))
+    records = pretraining_instances.create_training_records(
+        documents, options, masking_vocab, FLAGS.dupe_factor,
+        random.Random(FLAGS.random_seed), spill_directory)
     for record in records:
       writer.write(record)
     if not writer.num_written:

@@ -1,6 +1,7 @@
 """create_pretraining_data: the original's records, invariants, scale mode."""
 
 import collections
+import glob
 import os
 import random
 import sys
@@ -10,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 import tokenization
+from runner_lib.core import text_input
 from runner_lib.core import tfrecord
 from runner_lib.pretraining import data as pretraining_data
 from runner_lib.pretraining import documents as pretraining_documents
@@ -195,9 +197,18 @@ def test_parallel_mode_statistics_match_one_worker(tmp_path):
       documents, options(), pretraining_instances.MaskingVocab(vocab), 4,
       random.Random(5)), 64, 10)
 
+  corpus_bytes = os.path.getsize(corpus)
+  settings = pretraining_sharding.Settings(
+      tuple(wordpiece.read_vocab_tokens(vocab_file)), True, options(), 4, 5,
+      False, False, None, None)
+
   def parallel():
-    return list(pretraining_sharding.sharded_records(
-        lines, sum(map(len, lines)), 2, vocab, True, options(), 4, 5))
+    # Shards of about a sixth of the corpus, made in this process.
+    shards = pretraining_sharding.plan([corpus], [corpus_bytes],
+                                       corpus_bytes // 6)
+    assert len(shards) >= 6
+    return [record for shard in shards for record in
+            pretraining_sharding.shard_records(shard, settings)[1]]
 
   records = parallel()
   assert records == parallel()  # deterministic for seed and worker count
@@ -210,10 +221,30 @@ def test_parallel_mode_statistics_match_one_worker(tmp_path):
     assert abs(a[key] - b[key]) < tolerance, (key, a, b)
 
 
-def test_shards_end_at_document_boundaries():
-  lines = ["a\n", "b\n", "\n", "c\n", "\n", "d\n", "e\n"]
-  assert list(pretraining_sharding.shard_lines(lines, 3)) == [
-      ["a\n", "b\n", "\n"], ["c\n", "\n"], ["d\n", "e\n"]]
+@pytest.mark.parametrize("seed", range(3))
+def test_shards_hold_each_line_once_at_any_shard_size(tmp_path, seed):
+  # Byte ranges cut anywhere (inside a line, a "\r\n", a multi-byte
+  # character, a run of blank lines): the shards' lines, in shard order,
+  # are the file's lines, and each shard begins at a document boundary.
+  rng = random.Random(seed)
+  pieces = [b"one two\n", b"\n", b"  \n", b"\r\n", b"a\rb\n", b"\t \n",
+            b"x" * 50 + b"\n", b"\xc3\xa9t\xc3\xa9\n", b" \xc2\xa0\n"]
+  path = str(tmp_path / "corpus.txt")
+  for _ in range(40):
+    data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 60)))
+    data += rng.choice([b"", b"no newline at the end"])
+    with open(path, "wb") as f:
+      f.write(data)
+    want = list(text_input.read_lines([path]))
+    for shard_bytes in (1, 2, 3, 7, 40, 1000):
+      shards = pretraining_sharding.plan([path], [len(data)], shard_bytes)
+      got = [list(pretraining_sharding.shard_lines(s)) for s in shards]
+      assert sum(got, []) == want, (data, shard_bytes)
+      before = []
+      for lines in got:
+        # Each shard's lines begin after a blank line (or the file's start).
+        assert not lines or not before or not before[-1].strip()
+        before += lines
 
 
 def run_script(args):
@@ -315,7 +346,12 @@ def test_script_records_equal_tensorflow_tokenization(tmp_path, num_workers):
       "--max_predictions_per_seq=10", "--dupe_factor=2", "--random_seed=4",
       "--num_workers=%d" % num_workers])
   assert result.returncode == 0, result.stderr[-3000:]
-  records = records_of(output)
+  if num_workers == 1:
+    records = records_of(output)
+  else:
+    shards = sorted(glob.glob(output + "-*-of-*"))
+    assert shards and not glob.glob(output + "-*.tmp-*")
+    records = sum((records_of(p) for p in shards), [])
   if num_workers == 1:
     # The records of the same documents tokenized by TensorFlow Text's
     # batch path (an independent tokenizer), made in this process.

@@ -56,7 +56,7 @@ _WRITE_FAILURES = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 # Suffixes of the temporary names outputs are written under: this
 # project's atomic writers (.tmp-PID) and TensorFlow's checkpoint writer
 # (.tempstateNNN).
-_TEMPORARY_SUFFIX = re.compile(r"\.(tmp-\d+|tempstate\d+)$")
+_TEMPORARY_SUFFIX = re.compile(r"\.(tmp-[0-9a-f]+|tempstate\d+)$")
 
 
 def write_failure(e):

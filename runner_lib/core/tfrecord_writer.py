@@ -48,6 +48,29 @@ def frame(record):
                    struct.pack("<I", masked_crc32c(record))))
 
 
+def count_records(path, gzip=False):
+  """The number of records in a TFRecord file (read frame by frame).
+
+  Raises:
+    errors.InputError: the file ends inside a record.
+  """
+  with gfile.open(path, "rb") as raw:
+    data = zlib.decompress(raw.read(), _GZIP_WBITS) if gzip else None
+  if data is None:
+    with gfile.open(path, "rb") as reader:
+      data = reader.read()
+  count, position = 0, 0
+  while position < len(data):
+    if position + 12 > len(data):
+      break
+    (length,) = struct.unpack("<Q", data[position:position + 8])
+    position += 12 + length + 4
+    count += 1
+  if position != len(data):
+    raise errors.InputError("%s ends inside a record." % path)
+  return count
+
+
 class _GzipStream(object):
   """A binary file that GZIP-compresses what is written, as TensorFlow's
   TFRecordWriter does (one gzip member, no file name, time 0)."""
@@ -76,20 +99,22 @@ class RoundRobinWriter(object):
   that looks complete. Use as a context manager: an exception aborts.
   """
 
-  def __init__(self, output_files, gzip=False):
+  def __init__(self, output_files, gzip=False, temporary_tag=None):
     """Opens the temporary files.
 
     Args:
       output_files: list of str paths (gfile paths: local, or gs:// and the
         like through TensorFlow).
       gzip: bool, write GZIP-compressed TFRecords.
+      temporary_tag: str, ending the temporary files' names (PATH.tmp-TAG);
+        None: this process's id.
 
     Raises:
       errors.OutputError: an output cannot be created.
     """
     self.output_files = list(output_files)
-    self._temporary = ["%s.tmp-%d" % (f, os.getpid())
-                       for f in self.output_files]
+    tag = os.getpid() if temporary_tag is None else temporary_tag
+    self._temporary = ["%s.tmp-%s" % (f, tag) for f in self.output_files]
     self._writers = []
     self.num_written = 0
     for path in self.output_files:

@@ -1,0 +1,135 @@
+"""Shards made on a Dask cluster (`dask scheduler`, `dask worker ADDRESS`).
+
+Each shard is one task (sharding.make_shard) that writes its own file; the
+client sends the settings once, then only watches. A worker that dies takes
+its tasks with it and the scheduler runs them again elsewhere (a task's
+output is the same wherever it runs). The address may be tls://: Dask's own
+TLS settings (its configuration or DASK_DISTRIBUTED__COMM__TLS__* variables)
+give the certificates.
+"""
+
+import re
+import time
+
+from absl import logging
+
+from runner_lib.core import errors
+from runner_lib.pretraining import sharding
+
+# How long the client tries to reach the scheduler.
+CONNECT_SECONDS = 10
+
+# How long the run waits for a first worker to join.
+WORKER_SECONDS = 60
+
+# After a failure or Ctrl-C: how long the client waits for the shards in
+# progress to end (each is seconds of work), so that none is left half made.
+DRAIN_SECONDS = 120
+
+# The project's packages a worker must be able to import.
+_PACKAGES = ("runner_lib", "tokenization")
+
+
+def _distributed():
+  try:
+    import distributed  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    raise errors.InputError(
+        "--dask_scheduler needs Dask's distributed package: pip install "
+        "distributed.") from None
+  return distributed
+
+
+def connect(address):
+  """A distributed.Client of the scheduler at address, with a worker.
+
+  Raises:
+    errors.InputError: the scheduler cannot be reached (or refuses this
+      client's certificate), or no worker joins it within WORKER_SECONDS.
+  """
+  distributed = _distributed()
+  try:
+    client = distributed.Client(address, timeout=CONNECT_SECONDS,
+                                set_as_default=False)
+  except (OSError, TimeoutError, ValueError) as e:
+    reason = " ".join(str(e).split())
+    raise errors.InputError(
+        "--dask_scheduler=%s: cannot connect within %d s (%s)." %
+        (address, CONNECT_SECONDS, reason[:300])) from None
+  try:
+    client.wait_for_workers(1, timeout=WORKER_SECONDS)
+  except (OSError, TimeoutError):
+    client.close()
+    raise errors.InputError(
+        "--dask_scheduler=%s: no worker joined it within %d s (start one "
+        "with `dask worker %s`)." % (address, WORKER_SECONDS,
+                                     address)) from None
+  return client
+
+
+def _import_failure(error):
+  """The one-line reason when error is a worker or the scheduler failing to
+  import this project (Dask relays some errors as their text only)."""
+  text = "%s: %s" % (type(error).__name__, error)
+  if not re.search(r"No module named '(%s)" % "|".join(_PACKAGES), text):
+    if "deserialization of the task graph" not in text:
+      return None
+  return ("the Dask scheduler or a worker cannot import this project (%s): "
+          "start each with the project's folder on PYTHONPATH "
+          "(PYTHONPATH=/path/to/bert dask scheduler, and dask worker) and "
+          "the packages of its requirements.txt." %
+          " ".join(text.split())[:200])
+
+
+def run(client, shards, settings):
+  """Makes the shards as tasks on the cluster.
+
+  Yields:
+    sharding.ShardResult, as the shards complete.
+
+  Raises:
+    errors.InputError: a shard's input is bad (the file and line named), or
+      the scheduler or workers cannot import the project.
+    KeyboardInterrupt: the tasks not yet started were cancelled and those
+      running have ended (within DRAIN_SECONDS).
+  """
+  distributed = _distributed()
+  futures = []
+  try:
+    # One copy of the settings (the vocab) per worker, not one per task.
+    remote = client.scatter(settings, broadcast=True, hash=False)
+    futures = client.map(sharding.make_shard, shards, settings=remote,
+                         pure=False)
+    for future in distributed.as_completed(futures, loop=client.loop):
+      if future.status == "error":
+        raise future.exception()
+      yield future.result()
+  except Exception as e:  # pylint: disable=broad-except
+    _stop(client, futures)
+    reason = _import_failure(e)
+    if reason:
+      raise errors.InputError(reason) from None
+    raise
+  except BaseException:
+    _stop(client, futures)
+    raise
+
+
+def _stop(client, futures):
+  """Cancels the tasks not started, waits for those running to end."""
+  keys = {f.key for f in futures}
+  running = set()
+  try:
+    for worker_keys in client.processing().values():
+      running.update(k for k in worker_keys if k in keys)
+  except (OSError, TimeoutError):
+    pass  # the scheduler is gone: nothing runs for us any more
+  client.cancel([f for f in futures if f.key not in running])
+  deadline = time.monotonic() + DRAIN_SECONDS
+  waiting = [f for f in futures if f.key in running]
+  if waiting:
+    logging.info("Waiting for %d shards in progress to end.", len(waiting))
+  for future in waiting:
+    while not future.done() and time.monotonic() < deadline:
+      time.sleep(0.1)
+  client.cancel(futures)
