@@ -162,7 +162,12 @@ def write_shards(tokens, input_files, input_sizes, options):
                               input_files, input_sizes, FLAGS.vocab_file,
                               FLAGS.shard_bytes, len(shards))
   if FLAGS.dask_scheduler:
-    from runner_lib.pretraining import cluster  # pylint: disable=g-import-not-at-top
+    try:
+      from runner_lib.pretraining import cluster  # pylint: disable=g-import-not-at-top
+    except ImportError as e:
+      raise errors.InputError(
+          "--dask_scheduler needs Dask's distributed package (%s): pip "
+          "install -r requirements.txt." % e) from None
     with cluster.connect(FLAGS.dask_scheduler) as client:
       workers = len(client.scheduler_info()["workers"])
       manifest = sharded_run.write(

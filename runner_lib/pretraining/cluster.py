@@ -10,8 +10,10 @@ give the certificates.
 
 import re
 import time
+import uuid
 
 from absl import logging
+import distributed
 
 from runner_lib.core import errors
 from runner_lib.pretraining import sharding
@@ -30,14 +32,29 @@ DRAIN_SECONDS = 120
 _PACKAGES = ("runner_lib", "tokenization")
 
 
-def _distributed():
-  try:
-    import distributed  # pylint: disable=g-import-not-at-top
-  except ImportError:
-    raise errors.InputError(
-        "--dask_scheduler needs Dask's distributed package: pip install "
-        "distributed.") from None
-  return distributed
+# The settings of each run under way, in a worker process (by _Settings).
+_settings_of_run = {}
+
+
+class _Settings(distributed.WorkerPlugin):
+  """A Dask worker plugin that holds a run's settings on every worker."""
+
+  def __init__(self, run_id, settings):
+    self.run_id = run_id
+    self.settings = settings
+
+  def setup(self, worker):
+    del worker  # the settings are the same for every worker
+    _settings_of_run[self.run_id] = self.settings
+
+  def teardown(self, worker):
+    del worker
+    _settings_of_run.pop(self.run_id, None)
+
+
+def _make_shard(shard, run_id):
+  """sharding.make_shard with the run's settings: runs on a worker."""
+  return sharding.make_shard(shard, _settings_of_run[run_id])
 
 
 def connect(address):
@@ -47,7 +64,6 @@ def connect(address):
     errors.InputError: the scheduler cannot be reached (or refuses this
       client's certificate), or no worker joins it within WORKER_SECONDS.
   """
-  distributed = _distributed()
   try:
     client = distributed.Client(address, timeout=CONNECT_SECONDS,
                                 set_as_default=False)
@@ -93,13 +109,14 @@ def run(client, shards, settings):
     KeyboardInterrupt: the tasks not yet started were cancelled and those
       running have ended (within DRAIN_SECONDS).
   """
-  distributed = _distributed()
   futures = []
+  run_id = "create_pretraining_data-%s" % uuid.uuid4().hex
   try:
-    # One copy of the settings (the vocab) per worker, not one per task.
-    remote = client.scatter(settings, broadcast=True, hash=False)
-    futures = client.map(sharding.make_shard, shards, settings=remote,
-                         pure=False)
+    # The settings (the vocab) once per worker, joining ones included, as
+    # a plugin: tasks without inputs are queued on the scheduler, so those
+    # not started can be cancelled.
+    client.register_plugin(_Settings(run_id, settings), name=run_id)
+    futures = client.map(_make_shard, shards, run_id=run_id, pure=False)
     for future in distributed.as_completed(futures, loop=client.loop):
       if future.status == "error":
         raise future.exception()
@@ -113,6 +130,11 @@ def run(client, shards, settings):
   except BaseException:
     _stop(client, futures)
     raise
+  finally:
+    try:
+      client.unregister_worker_plugin(run_id)
+    except (OSError, TimeoutError, ValueError, KeyError):
+      pass  # the cluster is gone, or the plugin never got there
 
 
 def _stop(client, futures):
@@ -133,3 +155,4 @@ def _stop(client, futures):
     while not future.done() and time.monotonic() < deadline:
       time.sleep(0.1)
   client.cancel(futures)
+

@@ -139,7 +139,7 @@ def write(output_file, spec, shards, make, where):
   skipped, counts = {}, {}
   written = []
   try:
-    for result in make(todo):
+    for result in make(todo) if todo else ():
       written.append(sharding.shard_path(output_file, result.index,
                                          len(shards)))
       shard = shards[result.index]
@@ -153,8 +153,13 @@ def write(output_file, spec, shards, make, where):
       progress.update(done_bytes / 1e6, documents=documents,
                       instances=records)
   except errors.InputError:
-    # Bad input: the run is void (as the single-process run leaves no file).
-    sharding.remove_quietly(written + ([path] if created else []))
+    # Bad input: the run is void (as the single-process run leaves no
+    # file), shards made before it included.
+    names = {sharding.shard_path(output_file, s.index, len(shards))
+             for s in todo}
+    sharding.remove_quietly(
+        [p for p in sharding.existing_shards(output_file) if p in names] +
+        ([path] if created else []))
     raise
   except BaseException:
     # Stopped (Ctrl-C, a lost cluster): the complete shards stay, for a
