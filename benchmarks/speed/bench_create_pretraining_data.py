@@ -13,6 +13,7 @@ smaller than the 4 MB cap, and from x2, where both are at it).
       [--norecord]
 """
 
+import glob
 import os
 import subprocess
 import sys
@@ -91,7 +92,8 @@ def main():
       output = os.path.join(tmp, "output.tfrecord")
       seconds, rss = measure(command + ["--input_file=%s" % path,
                                         "--output_file=%s" % output] + flags)
-      os.remove(output)
+      for written in glob.glob(output + "*"):  # a sharded run's shards too
+        os.remove(written)
       print("%-34s %6.1f MB corpus  %7.1f s  peak RSS %7.0f MB" %
             (name, size, seconds, rss), flush=True)
       rows.append([name, round(size, 1), round(seconds, 1), round(rss)])
