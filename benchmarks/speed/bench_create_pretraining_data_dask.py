@@ -12,7 +12,7 @@ byte-identical to the local run's, and the ratios the issue sets targets
 for; then a projection from the measured per-core rate.
 
   .venv/bin/python benchmarks/speed/bench_create_pretraining_data_dask.py \\
-      [--megabytes=20] [--dupe_factor=5] [--norecord]
+      [--megabytes=8] [--dupe_factor=5] [--norecord]
 """
 
 import filecmp
@@ -131,7 +131,7 @@ def same_records(a, b):
 
 
 def main():
-  megabytes, dupe_factor = 20.0, 5
+  megabytes, dupe_factor = 8.0, 5
   for arg in sys.argv[1:]:
     if arg.startswith("--megabytes="):
       megabytes = float(arg.split("=", 1)[1])
@@ -141,7 +141,11 @@ def main():
   flags = ["--vocab_file=%s" % os.path.join(DATA, "vocab",
                                              "uncased_vocab.txt"),
            "--max_seq_length=128", "--max_predictions_per_seq=20",
-           "--dupe_factor=%d" % dupe_factor, "--random_seed=12345"]
+           "--dupe_factor=%d" % dupe_factor, "--random_seed=12345",
+           # Shards of 1 MB, not the default 4: tens of shards in corpora
+           # of tens of MB, so that the last ones leave no worker idle for
+           # long (a corpus of GBs has hundreds at the default).
+           "--shard_bytes=1000000"]
   script = [sys.executable, os.path.join(REPO, "create_pretraining_data.py")]
   rows, runs = [], {}
   with tempfile.TemporaryDirectory() as tmp:
