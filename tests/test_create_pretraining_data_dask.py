@@ -7,6 +7,7 @@ import filecmp
 import glob
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -38,23 +39,32 @@ def free_port():
 class Cluster(object):
   """`dask scheduler` and `dask worker`s on loopback, ended on close()."""
 
-  def __init__(self, tmp_path, num_workers, project_on_path=True):
-    self.address = "tcp://127.0.0.1:%d" % free_port()
-    env = conftest.script_env(PYTHONPATH=REPO_ROOT)
+  def __init__(self, tmp_path, num_workers, project_on_path=True, tls=None):
+    """tls: None, or the environment of Dask's TLS settings (tls://)."""
+    protocol = "tls" if tls else "tcp"
+    self.address = "%s://127.0.0.1:%d" % (protocol, free_port())
+    env = conftest.script_env(PYTHONPATH=REPO_ROOT, **(tls or {}))
     worker_env = dict(env)
     if not project_on_path:
       del worker_env["PYTHONPATH"]
     dask = os.path.join(os.path.dirname(sys.executable), "dask")
     self.processes = []
-    self._start([dask, "scheduler", "--host", "127.0.0.1", "--port",
-                 self.address.rsplit(":", 1)[1], "--no-dashboard"], env,
-                tmp_path / "scheduler.log")
+    self._start([dask, "scheduler", "--protocol", protocol, "--host",
+                 "127.0.0.1", "--port", self.address.rsplit(":", 1)[1],
+                 "--no-dashboard"], env, tmp_path / "scheduler.log")
     for i in range(num_workers):
       self._start([dask, "worker", self.address, "--nthreads", "1",
                    "--no-dashboard", "--name", "w%d" % i], worker_env,
                   tmp_path / ("worker%d.log" % i))
+    security = None
+    if tls:
+      security = distributed.Security(
+          tls_ca_file=tls["DASK_DISTRIBUTED__COMM__TLS__CA_FILE"],
+          tls_client_cert=tls["DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT"],
+          tls_client_key=tls["DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY"],
+          require_encryption=True)
     self.client = distributed.Client(self.address, timeout=60,
-                                     set_as_default=False)
+                                     set_as_default=False, security=security)
     self.client.wait_for_workers(num_workers, timeout=60)
 
   def _start(self, command, env, log):
@@ -103,10 +113,10 @@ def command(corpus, output, *extra):
           "--vocab_file=%s" % corpus[1]] + FLAGS + list(extra)
 
 
-def run(corpus, output, *extra, timeout=300):
+def run(corpus, output, *extra, timeout=300, env=None):
   return subprocess.run(command(corpus, output, *extra), cwd=REPO_ROOT,
                         capture_output=True, text=True, timeout=timeout,
-                        env=conftest.script_env())
+                        env=conftest.script_env(**(env or {})))
 
 
 def shards_of(output):
@@ -277,3 +287,64 @@ def test_workers_without_the_project_are_one_line(corpus, tmp_path):
       "or a worker cannot import this project" in line), line
   assert "No module named 'runner_lib'" in line
   assert not glob.glob(output + "*")
+
+
+def make_certificates(folder, name):
+  """(CA file, cert file, key file): a throwaway CA and one certificate
+  it signed for 127.0.0.1, by the openssl command."""
+  openssl = shutil.which("openssl")
+  if not openssl:
+    pytest.skip("the openssl command is absent (it makes the test's CA)")
+  folder.mkdir()
+
+  def call(*args):
+    subprocess.run([openssl] + list(args), cwd=str(folder), check=True,
+                   capture_output=True, timeout=60)
+
+  call("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+       "-subj", "/CN=%s test CA" % name, "-keyout", "ca.key", "-out",
+       "ca.pem")
+  call("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+       "-keyout", "node.key", "-out", "node.csr")
+  (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+  call("x509", "-req", "-in", "node.csr", "-CA", "ca.pem", "-CAkey",
+       "ca.key", "-CAcreateserial", "-days", "2", "-extfile", "san.ext",
+       "-out", "node.pem")
+  return (str(folder / "ca.pem"), str(folder / "node.pem"),
+          str(folder / "node.key"))
+
+
+def tls_environment(ca, cert, key):
+  """Dask's TLS settings as environment variables, one certificate for the
+  scheduler, the workers and the client."""
+  env = {"DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "True",
+         "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": ca}
+  for role in ("SCHEDULER", "WORKER", "CLIENT"):
+    env["DASK_DISTRIBUTED__COMM__TLS__%s__CERT" % role] = cert
+    env["DASK_DISTRIBUTED__COMM__TLS__%s__KEY" % role] = key
+  return env
+
+
+@pytest.mark.slow
+def test_tls_cluster_runs_and_refuses_clients_without_its_certificate(
+    corpus, tmp_path):
+  trusted = tls_environment(*make_certificates(tmp_path / "ca", "cluster"))
+  stranger = tls_environment(*make_certificates(tmp_path / "other",
+                                                "stranger"))
+  secure = Cluster(tmp_path, 1, tls=trusted)
+  try:
+    output = str(tmp_path / "examples")
+    result = run(corpus, output, "--dask_scheduler=%s" % secure.address,
+                 env=trusted)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(open(output + ".manifest.json").read())["complete"]
+    # No certificate, and one from another CA: refused, one line each.
+    for env in ({}, stranger):
+      started = time.monotonic()
+      line = last_line(run(corpus, str(tmp_path / "refused"),
+                           "--dask_scheduler=%s" % secure.address, env=env))
+      assert time.monotonic() - started < 30
+      assert "--dask_scheduler=%s: cannot connect" % secure.address in line
+      assert not glob.glob(str(tmp_path / "refused*"))
+  finally:
+    secure.close()

@@ -8,12 +8,14 @@ TLS settings (its configuration or DASK_DISTRIBUTED__COMM__TLS__* variables)
 give the certificates.
 """
 
+import asyncio
 import re
 import time
 import uuid
 
 from absl import logging
 import distributed
+import distributed.comm
 
 from runner_lib.core import errors
 from runner_lib.pretraining import sharding
@@ -57,6 +59,13 @@ def _make_shard(shard, run_id):
   return sharding.make_shard(shard, _settings_of_run[run_id])
 
 
+async def _reach(address, security):
+  comm = await distributed.comm.connect(
+      address, timeout=CONNECT_SECONDS,
+      **security.get_connection_args("client"))
+  await comm.close()
+
+
 def connect(address):
   """A distributed.Client of the scheduler at address, with a worker.
 
@@ -64,10 +73,15 @@ def connect(address):
     errors.InputError: the scheduler cannot be reached (or refuses this
       client's certificate), or no worker joins it within WORKER_SECONDS.
   """
+  security = distributed.Security()  # Dask's configuration (TLS)
   try:
+    # A bare connection first: a Client that fails to connect leaves an
+    # object whose clean-up waits and prints at exit.
+    asyncio.run(_reach(address, security))
     client = distributed.Client(address, timeout=CONNECT_SECONDS,
-                                set_as_default=False)
-  except (OSError, TimeoutError, ValueError) as e:
+                                set_as_default=False, security=security)
+  except (OSError, TimeoutError, ValueError, TypeError) as e:
+    # TypeError: a tls:// address without Dask's TLS settings.
     reason = " ".join(str(e).split())
     raise errors.InputError(
         "--dask_scheduler=%s: cannot connect within %d s (%s)." %

@@ -164,7 +164,7 @@ def write(output_file, spec, shards, make, where):
   except BaseException:
     # Stopped (Ctrl-C, a lost cluster): the complete shards stay, for a
     # rerun to skip.
-    if created and not written:
+    if created and not sharding.existing_shards(output_file):
       sharding.remove_quietly([path])
     raise
   finally:
