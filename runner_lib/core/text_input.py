@@ -57,6 +57,34 @@ def read_text(path):
     return decode_utf8(f.read(), path)
 
 
+def decode_line(line, path, line_number, skip_invalid=False):
+  """A line's bytes as text, every "\\r" dropped (as read_lines).
+
+  Args:
+    line: bytes.
+    path: str, the file, for the message.
+    line_number: function () -> int, the line's number (called only for
+      the message).
+    skip_invalid: bool.
+
+  Returns:
+    str, or None for a line that is not UTF-8 where skip_invalid.
+
+  Raises:
+    errors.InputError: the line is not UTF-8 and skip_invalid is False.
+  """
+  if b"\r" in line:
+    line = line.replace(b"\r", b"")
+  try:
+    return line.decode("utf-8")
+  except UnicodeDecodeError as e:
+    if skip_invalid:
+      return None
+    raise errors.InputError(
+        "%s, line %d is not UTF-8 (%s); fix the file or pass "
+        "--skip_invalid_lines." % (path, line_number(), e)) from None
+
+
 def read_lines(files, skip_invalid=False):
   """Yields the lines of the files, decoded, split on "\\n" only.
 
@@ -79,16 +107,11 @@ def read_lines(files, skip_invalid=False):
     skipped = 0
     with gfile.open(path, "rb") as reader:
       for number, line in enumerate(reader, 1):
-        if b"\r" in line:
-          line = line.replace(b"\r", b"")
-        try:
-          yield line.decode("utf-8")
-        except UnicodeDecodeError as e:
-          if not skip_invalid:
-            raise errors.InputError(
-                "%s, line %d is not UTF-8 (%s); fix the file or pass "
-                "--skip_invalid_lines." % (path, number, e)) from None
+        text = decode_line(line, path, lambda n=number: n, skip_invalid)
+        if text is None:
           skipped += 1
+        else:
+          yield text
     if skipped:
       logging.warning("%s: skipped %d lines that are not UTF-8.", path,
                       skipped)

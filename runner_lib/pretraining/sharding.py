@@ -28,6 +28,7 @@ from absl import logging
 
 from runner_lib.core import errors
 from runner_lib.core import gfile
+from runner_lib.core import text_input
 from runner_lib.core import tfrecord_writer
 from runner_lib.core import workers
 from runner_lib.pretraining import documents as documents_lib
@@ -175,18 +176,13 @@ def shard_lines(shard, skip_invalid=False, skipped=None):
       if not line:
         return
       begins, position = position, position + len(line)
-      if b"\r" in line:
-        line = line.replace(b"\r", b"")
-      try:
-        yield line.decode("utf-8")
-      except UnicodeDecodeError as e:
-        if not skip_invalid:
-          raise errors.InputError(
-              "%s, line %d is not UTF-8 (%s); fix the file or pass "
-              "--skip_invalid_lines." %
-              (shard.path, _line_number(shard.path, begins), e)) from None
-        if skipped is not None:
-          skipped.append(1)
+      text = text_input.decode_line(
+          line, shard.path, lambda: _line_number(shard.path, begins),
+          skip_invalid)
+      if text is not None:
+        yield text
+      elif skipped is not None:
+        skipped.append(1)
       if position >= shard.end and _is_blank(line):
         return
 
