@@ -54,11 +54,10 @@ def count_records(path, gzip=False):
   Raises:
     errors.InputError: the file ends inside a record.
   """
-  with gfile.open(path, "rb") as raw:
-    data = zlib.decompress(raw.read(), _GZIP_WBITS) if gzip else None
-  if data is None:
-    with gfile.open(path, "rb") as reader:
-      data = reader.read()
+  with gfile.open(path, "rb") as reader:
+    data = reader.read()
+  if gzip:
+    data = zlib.decompress(data, _GZIP_WBITS)
   count, position = 0, 0
   while position < len(data):
     if position + 12 > len(data):

@@ -13,6 +13,7 @@ manifest, are refused: two runs are never mixed.
 
 import hashlib
 import json
+import os
 
 from absl import logging
 
@@ -92,7 +93,7 @@ def prepare(output_file, spec):
       raise errors.OutputError(
           "%s holds shard files (%s, ...) but no manifest: another run's? "
           "Delete them or choose another --output_file." %
-          (output_file, sharding.basename(existing[0])))
+          (output_file, os.path.basename(existing[0])))
     return set()
   old = _read_manifest(path)
   difference = _difference(old, spec)
@@ -179,7 +180,7 @@ def write(output_file, spec, shards, make, where):
     if shard.index not in counts:  # written by an earlier run
       counts[shard.index] = tfrecord_writer.count_records(
           name, spec["flags"]["gzip"])
-    files.append({"file": sharding.basename(name),
+    files.append({"file": os.path.basename(name),
                   "records": counts[shard.index]})
   manifest = dict(spec, complete=True, shards=files,
                   records=sum(f["records"] for f in files))

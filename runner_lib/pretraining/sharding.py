@@ -20,7 +20,6 @@ next sentences come from the shard's own documents.
 
 import collections
 import functools
-import os
 import random
 import uuid
 
@@ -283,7 +282,3 @@ def remove_quietly(paths):
       gfile.remove(path)
     except gfile.errors() as e:
       logging.warning("Cannot remove %s: %s", path, e)
-
-
-def basename(path):
-  return os.path.basename(path)
