@@ -152,11 +152,15 @@ RECORD_FLAGS = ("do_lower_case", "do_whole_word_mask", "max_seq_length",
 
 def write_shards(tokens, input_files, input_sizes, options):
   """The sharded run: workers make and write the shards (sharded_run)."""
+  # Workers (a Dask worker runs in a folder of its own) and the manifest
+  # get absolute paths: a relative one means this process's folder.
+  input_files = [gfile.absolute(p) for p in input_files]
+  output_file = gfile.absolute(FLAGS.output_file)
   shards = sharding.plan(input_files, input_sizes, FLAGS.shard_bytes)
   settings = sharding.Settings(
       tuple(tokens), FLAGS.do_lower_case, options, FLAGS.dupe_factor,
       FLAGS.random_seed, FLAGS.skip_invalid_lines, FLAGS.gzip,
-      FLAGS.output_file, len(shards))
+      output_file, len(shards))
   spec = sharded_run.run_spec({name: FLAGS[name].value
                                for name in RECORD_FLAGS},
                               input_files, input_sizes, FLAGS.vocab_file,
@@ -171,12 +175,12 @@ def write_shards(tokens, input_files, input_sizes, options):
     with cluster.connect(FLAGS.dask_scheduler) as client:
       workers = len(client.scheduler_info()["workers"])
       manifest = sharded_run.write(
-          FLAGS.output_file, spec, shards,
+          output_file, spec, shards,
           lambda todo: cluster.run(client, todo, settings),
           "a Dask cluster (%d workers now)" % workers)
   else:
     manifest = sharded_run.write(
-        FLAGS.output_file, spec, shards,
+        output_file, spec, shards,
         lambda todo: sharding.run_local(todo, settings, FLAGS.num_workers),
         "%d local workers" % FLAGS.num_workers)
   if not manifest["records"]:

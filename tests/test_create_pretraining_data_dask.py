@@ -160,8 +160,11 @@ def test_the_same_records_from_any_workers_even_one_killed(
   assert manifest["records"] == sum(s["records"] for s in manifest["shards"])
   assert manifest["records"] > 2000
 
+  # Relative paths (the workers run in another folder): this folder's.
   two = str(tmp_path / "two" / "examples")
-  result = run(corpus, two, "--dask_scheduler=%s" % cluster.address)
+  result = run((os.path.relpath(corpus[0], REPO_ROOT), corpus[1]),
+               os.path.relpath(two, REPO_ROOT),
+               "--dask_scheduler=%s" % cluster.address)
   assert result.returncode == 0, result.stderr[-3000:]
   assert same_files(local, two)
   assert (open(two + ".manifest.json").read() ==

@@ -47,6 +47,11 @@ def open(path, mode="r"):  # pylint: disable=redefined-builtin
   return builtins.open(path, mode, encoding="utf-8", newline="")
 
 
+def absolute(path):
+  """path made absolute, unless it is remote (gs://...)."""
+  return path if is_remote(path) else os.path.abspath(path)
+
+
 def exists(path):
   if is_remote(path):
     return _tf_gfile().exists(path)
