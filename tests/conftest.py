@@ -162,6 +162,15 @@ _scripts_lock = threading.Lock()
 WITHOUT_TENSORFLOW = ("create_pretraining_data.py", "learn_vocab.py")
 
 
+def _client():
+  with _scripts_lock:
+    if not _scripts:
+      _scripts.append(script_server.Client(
+          script_env(),
+          os.environ.get("BERT_TESTS_FRESH_INTERPRETERS") == "1"))
+  return _scripts[0]
+
+
 def popen(command, env=None, cwd=None, stderr_path=None, fresh=False):
   """Starts command, [sys.executable, script or "-c" and code, args...].
 
@@ -176,14 +185,20 @@ def popen(command, env=None, cwd=None, stderr_path=None, fresh=False):
     script_server.ScriptProcess: Popen's pid, poll, wait, send_signal,
     terminate, kill; communicate returns (stdout, stderr) as text.
   """
-  with _scripts_lock:
-    if not _scripts:
-      _scripts.append(script_server.Client(
-          script_env(),
-          os.environ.get("BERT_TESTS_FRESH_INTERPRETERS") == "1"))
   assert command[0] == sys.executable, command
-  return _scripts[0].popen(command[1:], script_env() if env is None else env,
+  return _client().popen(command[1:], script_env() if env is None else env,
                            cwd, stderr_path, fresh)
+
+
+def relay_command():
+  """The command that stands for `python` in the tests' shell scripts:
+  a relay to the script server (script_server.relay), or None where fresh
+  interpreters are asked for (BERT_TESTS_FRESH_INTERPRETERS=1)."""
+  client = _client()
+  if not client.start_for_relay():
+    return None
+  return [sys.executable, os.path.abspath(script_server.__file__),
+          "--relay", client.socket_path]
 
 
 def run(command, env=None, cwd=None, timeout=600, fresh=False):

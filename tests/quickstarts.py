@@ -12,8 +12,10 @@ overwrite each other's output.
 import collections
 import os
 import re
+import shlex
 import subprocess
 
+from tests import conftest
 from tests.conftest import REPO_ROOT
 
 README = os.path.join(REPO_ROOT, "README.md")
@@ -115,7 +117,11 @@ def script(blocks, tmp_dir, replacements=()):
   return text
 
 
-def run(text, env, timeout=1800):
+# The interpreter as the docs' commands name it.
+_PYTHON = re.compile(r"(?<![\w/.])\.venv/bin/python(?=\s)")
+
+
+def run(text, env, timeout=1800, python=None):
   """Runs a script from script() in bash from the repo root, stopping at
   the first failing command.
 
@@ -123,11 +129,29 @@ def run(text, env, timeout=1800):
     text: str.
     env: dict of environment variables added to this process's.
     timeout: seconds.
+    python: None, or a command (list of str) that the script's
+      `.venv/bin/python` stands for, such as the tests' relay to a
+      process that has imported TensorFlow (conftest.relay_command).
 
   Returns:
     subprocess.CompletedProcess with text stdout and stderr.
   """
+  base = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  if python:
+    # The relay's runs fork only in the server's load-time environment.
+    base = conftest.script_env()
+    text = "_python() { %s \"$@\"; }\n%s" % (
+        " ".join(shlex.quote(word) for word in python),
+        _PYTHON.sub("_python", text))
   return subprocess.run(
       ["bash", "-euo", "pipefail", "-c", text], cwd=REPO_ROOT,
       capture_output=True, text=True, timeout=timeout,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **env))
+      env=dict(base, **env))
+
+
+def run_with_relay(text, env, timeout=1800):
+  """run() with `.venv/bin/python` relayed to the tests' script server
+  (conftest.relay_command): each command a fork of a process that has
+  imported TensorFlow, as the tests' other scripts, without the ~5 s a
+  fresh interpreter spends importing it."""
+  return run(text, env, timeout, python=conftest.relay_command())

@@ -22,8 +22,15 @@ server's own child, so the server never waits on a script.
 
 Client side: Client(env).popen(argv, env, cwd) -> a subprocess.Popen-like
 object (pid, poll, wait, communicate, send_signal, terminate, kill).
+Shell scripts (the docs' commands, tests/quickstarts.py) use the relay
+instead: `python script_server.py --relay SOCKET ARGV...` stands for
+`python ARGV...`, giving the script its own stdout and stderr (whatever
+they are: a pipe, a file), relaying signals and ending with its exit
+status; where the environment differs from the server's in a load-time
+variable it becomes `python ARGV...` itself.
 """
 
+import fcntl
 import json
 import os
 import runpy
@@ -55,18 +62,27 @@ def _load_time(env):
   return {k: v for k, v in env.items() if is_load_time(k)}
 
 
-def _receive_line(conn):
+def _receive_line(conn, fds=None):
+  """A JSON line; file descriptors sent with it are appended to fds."""
   data = b""
   while not data.endswith(b"\n"):
-    chunk = conn.recv(4096)
+    if fds is None:
+      chunk = conn.recv(4096)
+    else:
+      chunk, received, _, _ = socket.recv_fds(conn, 4096, 3)
+      fds.extend(received)
     if not chunk:
       raise EOFError("connection closed")
     data += chunk
   return json.loads(data)
 
 
-def _send_line(conn, message):
-  conn.sendall(json.dumps(message).encode() + b"\n")
+def _send_line(conn, message, fds=()):
+  data = json.dumps(message).encode() + b"\n"
+  if fds:
+    socket.send_fds(conn, [data], list(fds))
+  else:
+    conn.sendall(data)
 
 
 # Server side.
@@ -99,13 +115,21 @@ def _serve(listener, parent_pipe):
     listener.close()
     os.close(parent_pipe)
     try:
-      request = _receive_line(conn)
+      fds = []
+      request = _receive_line(conn, fds)
+      request["fds"] = fds  # The relay's stdin, stdout and stderr, if sent.
+      if request.get("relay") and _load_time(request["env"]) != _load_time(
+          _SERVER_ENV):
+        _send_line(conn, {"fresh": True})
+        os._exit(0)  # pylint: disable=protected-access
       pid = os.fork()
     except BaseException:  # pylint: disable=broad-except
       os._exit(1)  # pylint: disable=protected-access
     if not pid:
       conn.close()
       return request
+    for fd in fds:
+      os.close(fd)
     try:
       _send_line(conn, {"pid": pid})
       _, status = os.waitpid(pid, 0)
@@ -117,17 +141,30 @@ def _serve(listener, parent_pipe):
 def _become(request):
   """Makes this fork look like `python argv...` started in request's
   cwd with request's environment."""
-  with open(os.devnull, "rb") as null:
-    os.dup2(null.fileno(), 0)
-  for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
-    with open(path, "wb") as f:
-      os.dup2(f.fileno(), fd)
+  if request["fds"]:
+    # The relay's stdin, stdout and stderr; moved clear of 0-2 first, as
+    # one may have arrived as 0 (the monitor closed its own stdin).
+    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in request["fds"]]
+    for fd in request["fds"]:
+      os.close(fd)
+    for target, fd in zip((0, 1, 2), moved):
+      os.dup2(fd, target)
+      os.close(fd)
+  else:
+    with open(os.devnull, "rb") as null:
+      os.dup2(null.fileno(), 0)
+    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+      with open(path, "wb") as f:
+        os.dup2(f.fileno(), fd)
   os.chdir(request["cwd"])
   os.environ.clear()
   os.environ.update(request["env"])
   argv = request["argv"]
   if argv[0] == "-c":
     sys.argv = ["-c"] + argv[2:]
+    sys.path[0] = ""
+  elif argv[0] == "-":
+    sys.argv = list(argv)
     sys.path[0] = ""
   else:
     sys.argv = list(argv)
@@ -139,20 +176,28 @@ def _become(request):
 
 
 def _run(argv):
-  """Runs argv's script or `-c` code as __main__. An uncaught exception
-  or SystemExit ends the process as it would end `python ...`: a
-  traceback and exit 1, or the exit code."""
-  if argv[0] != "-c":
-    runpy.run_path(os.path.abspath(argv[0]), run_name="__main__")
+  """Runs argv's script, `-c` code or `-` (code on stdin) as __main__. An
+  uncaught exception or SystemExit ends the process as it would end
+  `python ...`: a traceback and exit 1, or the exit code."""
+  if argv[0] not in ("-c", "-"):
+    # As given: run_path makes it sys.argv[0], as python does.
+    runpy.run_path(argv[0], run_name="__main__")
     return
+  code, name = (argv[1], "<string>") if argv[0] == "-c" else (
+      sys.stdin.read(), "<stdin>")
   main_module = types.ModuleType("__main__")
   sys.modules["__main__"] = main_module
-  exec(compile(argv[1], "<string>", "exec"), main_module.__dict__)  # pylint: disable=exec-used
+  exec(compile(code, name, "exec"), main_module.__dict__)  # pylint: disable=exec-used
+
+
+# The server's environment as it started, before its imports.
+_SERVER_ENV = {}
 
 
 def main(socket_path):
   """Imports TensorFlow, then serves on socket_path until stdin closes.
   Prints "ready" on stdout once listening."""
+  _SERVER_ENV.update(os.environ)
   import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
   try:
     import tf_keras  # pylint: disable=g-import-not-at-top,unused-import
@@ -201,6 +246,18 @@ class Client(object):
   def _start(self):
     with self._lock:
       self._start_locked()
+
+  @property
+  def socket_path(self):
+    return self._socket
+
+  def start_for_relay(self):
+    """Starts the server for relays (script_server.relay); False where
+    this client runs everything in fresh interpreters."""
+    if self._fresh:
+      return False
+    self._start()
+    return True
 
   def _start_locked(self):
     if self._process is not None and self._process.poll() is None:
@@ -335,5 +392,33 @@ class ScriptProcess(object):
     self.send_signal(signal.SIGKILL)
 
 
+def relay(socket_path, argv):
+  """Runs `python argv...` as a fork of the server at socket_path, with
+  this process's stdout, stderr, working directory and environment; exits
+  as it does (a signal that ends it ends this process the same way). A
+  SIGINT or SIGTERM to this process goes to it; argv may be a script,
+  "-c" and code, or "-" (code read from stdin). Where the server cannot
+  run it (another load-time environment), becomes `python argv...`."""
+  conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+  conn.connect(socket_path)
+  _send_line(conn, {"argv": argv, "env": dict(os.environ),
+                    "cwd": os.getcwd(), "relay": True}, fds=(0, 1, 2))
+  reply = _receive_line(conn)
+  if reply.get("fresh"):
+    conn.close()
+    os.execv(sys.executable, [sys.executable] + argv)
+  pid = reply["pid"]
+  for signum in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(signum, lambda signum, _: os.kill(pid, signum))
+  returncode = _receive_line(conn)["returncode"]
+  if returncode < 0:
+    signal.signal(-returncode, signal.SIG_DFL)
+    os.kill(os.getpid(), -returncode)
+  sys.exit(returncode)
+
+
 if __name__ == "__main__":
-  main(sys.argv[1])
+  if sys.argv[1] == "--relay":
+    relay(sys.argv[2], sys.argv[3:])
+  else:
+    main(sys.argv[1])

@@ -264,10 +264,12 @@ def test_exports_equal_the_runners_on_real_rows(shared_data, hub_exports,
     _, ids, _, _ = packing.encode_pair(tokenizer, r[3], None, HUB_SEQ)
     assert got["single"]["input_word_ids"][row] == ids
 
-  # saved_model_cli lists the documented signatures and runs one.
-  cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-  shown = subprocess.run([cli, "show", "--dir", paths["classifier"], "--all"],
-                         capture_output=True, text=True, timeout=300)
+  # saved_model_cli (its console script's main) lists the documented
+  # signatures and runs one.
+  cli = ("import sys; from tensorflow.python.tools import saved_model_cli; "
+         "sys.argv[0] = 'saved_model_cli'; saved_model_cli.main()")
+  shown = conftest.run([sys.executable, "-c", cli, "show", "--dir",
+                        paths["classifier"], "--all"], timeout=300)
   assert shown.returncode == 0, shown.stderr[-2000:]
   for text in ("signature_def['serving_default']",
                "signature_def['serve_examples']",
@@ -278,11 +280,9 @@ def test_exports_equal_the_runners_on_real_rows(shared_data, hub_exports,
     assert text in shown.stdout
   # `run` executes the graph: TensorFlow Text's ops must be registered
   # first, so the CLI runs behind an import of tensorflow_text.
-  runner = ("import sys, tensorflow_text; from tensorflow.python.tools "
-            "import saved_model_cli; sys.argv[0] = 'saved_model_cli'; "
-            "saved_model_cli.main()")
   ran = conftest.run(
-      [sys.executable, "-c", runner, "run", "--dir", paths["classifier"],
+      [sys.executable, "-c", "import tensorflow_text; " + cli, "run",
+       "--dir", paths["classifier"],
        "--tag_set", "serve", "--signature_def", "serving_default",
        "--input_exprs",
        "text_a=[%r];text_b=[%r]" % (mrpc_rows[0][3], mrpc_rows[0][4])],

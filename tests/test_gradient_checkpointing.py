@@ -372,7 +372,7 @@ def test_the_memory_commands_of_the_docs_run_as_written(tmp_path):
       ("--train_batch_size=256", "--train_batch_size=32"),
       ("--num_train_steps=100000", "--num_train_steps=2"),
       ("--num_warmup_steps=10000", "--num_warmup_steps=1")])
-  result = quickstarts.run(script, {
+  result = quickstarts.run_with_relay(script, {
       "BERT_LARGE_DIR": str(large), "SQUAD_DIR": str(squad),
       "GLUE_DIR": str(glue), "PRETRAINING_DIR": str(pretraining)})
   assert result.returncode == 0, result.stderr[-3000:]

@@ -69,7 +69,8 @@ def test_fine_tune_then_serve_from_a_google_folder(tmp_path):
          "GLUE_DIR": str(glue)}
   work = tmp_path / "tmp"
   work.mkdir()
-  result = quickstarts.run(quickstarts.script(fine_tune, str(work)), env)
+  result = quickstarts.run_with_relay(
+      quickstarts.script(fine_tune, str(work)), env)
   assert result.returncode == 0, result.stderr[-3000:]
   values = results(result.stdout)
   assert set(values) == CLASSIFIER_KEYS, result.stdout
@@ -79,7 +80,8 @@ def test_fine_tune_then_serve_from_a_google_folder(tmp_path):
   assert 0.0 <= values["eval_accuracy"] <= 1.0
 
   serve = found["quickstart-serving"].blocks
-  result = quickstarts.run(quickstarts.script(serve, str(work)), env)
+  result = quickstarts.run_with_relay(quickstarts.script(serve, str(work)),
+                                      env)
   assert result.returncode == 0, result.stderr[-3000:]
   match = re.fullmatch(r"\[b'([01])'\] \[\[\s*(\S+)\s+(\S+)\s*\]\]\n",
                        result.stdout)
@@ -94,7 +96,7 @@ def test_the_minilm_conversion_block_writes_a_google_folder(tmp_path):
   [convert] = [block for block in
                quickstarts.quickstarts()["quickstart-mrpc"].blocks
                if "convert_checkpoint.py" in block]
-  result = quickstarts.run(
+  result = quickstarts.run_with_relay(
       quickstarts.script([convert, 'echo "BERT_BASE_DIR=$BERT_BASE_DIR"'],
                          str(tmp_path)), {})
   assert result.returncode == 0, result.stderr[-3000:]
@@ -115,7 +117,7 @@ def test_pre_train_from_a_corpus(tmp_path):
       blocks, str(tmp_path),
       replacements=[("--num_train_steps=1000", "--num_train_steps=20"),
                     ("--num_warmup_steps=100", "--num_warmup_steps=2")])
-  result = quickstarts.run(script, {})
+  result = quickstarts.run_with_relay(script, {})
   assert result.returncode == 0, result.stderr[-3000:]
   values = results(result.stdout)
   assert set(values) == PRETRAINING_KEYS, result.stdout

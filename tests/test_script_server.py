@@ -115,3 +115,40 @@ def test_load_time_variables_set_inside_this_process_do_not_leak(
   assert value != "/injected/by/an/import"
   assert tensorflow == str(os.environ.get("BERT_TESTS_FRESH_INTERPRETERS")
                            != "1")
+
+
+def test_the_relay_stands_for_python_in_a_shell_script(tmp_path):
+  # As tests/quickstarts.py runs the docs' commands: the relay in bash,
+  # with the shell's stdin, pipes and exit statuses.
+  script = tmp_path / "probe.py"
+  script.write_text(PROBE)
+  relay = conftest.relay_command()
+  forked = relay is not None
+  python = " ".join(relay or [sys.executable])
+  text = "\n".join([
+      "cd %s" % tmp_path,
+      # A script, its stdout into a pipe, its exit status through it.
+      "set +e; %s probe.py 3 'x y' | cat > out.json; echo ${PIPESTATUS[0]} "
+      "> status; set -e" % python,
+      # Code on stdin (`python - <<EOF`), its output captured.
+      "value=$(%s - a b <<'EOF'\nimport sys; print(sys.argv[1:])\nEOF\n)"
+      % python,
+      'echo "$value" > stdin.txt',
+      # A load-time variable of its own: a fresh interpreter.
+      "TF_PROBE=1 %s probe.py 0 > fresh.json 2> /dev/null" % python,
+      # A signal that ends the script ends the relay the same way.
+      "set +e; %s -c 'import os, signal; os.kill(os.getpid(), "
+      "signal.SIGTERM)'; echo $? > killed; set -e" % python])
+  result = conftest.subprocess.run(
+      ["bash", "-eu", "-c", text], capture_output=True, text=True,
+      timeout=300, env=conftest.script_env())
+  assert result.returncode == 0, result.stderr[-3000:]
+  seen = json.loads((tmp_path / "out.json").read_text())
+  assert seen["argv"] == ["probe.py", "3", "x y"]
+  assert seen["cwd"] == str(tmp_path)
+  assert seen["tensorflow"] == forked
+  assert result.stderr.count("to stderr\n") == 1
+  assert (tmp_path / "status").read_text() == "3\n"
+  assert (tmp_path / "stdin.txt").read_text() == "['a', 'b']\n"
+  assert not json.loads((tmp_path / "fresh.json").read_text())["tensorflow"]
+  assert (tmp_path / "killed").read_text() == "%d\n" % (128 + signal.SIGTERM)
