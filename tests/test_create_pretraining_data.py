@@ -2,6 +2,7 @@
 
 import collections
 import glob
+import json
 import os
 import random
 import sys
@@ -322,6 +323,37 @@ def test_skip_invalid_lines_and_low_prediction_cap_warning(tmp_path):
   assert records_of(str(tmp_path / "out" / "x.tfrecord"))
 
 
+def original_truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
+  """The original's truncate_seq_pair, as its create_pretraining_data.py
+  has it: a token at a time from the longer list, front or back."""
+  while True:
+    total_length = len(tokens_a) + len(tokens_b)
+    if total_length <= max_num_tokens:
+      break
+    trunc_tokens = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
+    assert len(trunc_tokens) >= 1
+    if rng.random() < 0.5:
+      del trunc_tokens[0]
+    else:
+      trunc_tokens.pop()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_truncation_cuts_what_the_originals_cuts(seed):
+  rng = random.Random(seed)
+  for _ in range(300):
+    a = list(range(rng.randint(0, 300)))
+    b = list(range(1000, 1000 + rng.randint(0, 300)))
+    limit = rng.randint(0, 400)
+    want_a, want_b, want_rng = list(a), list(b), random.Random(rng.random())
+    got_rng = random.Random()
+    got_rng.setstate(want_rng.getstate())
+    original_truncate_seq_pair(want_a, want_b, limit, want_rng)
+    pretraining_instances.random_truncate_seq_pair(a, b, limit, got_rng)
+    assert (a, b) == (want_a, want_b)
+    assert got_rng.random() == want_rng.random()  # the same draws
+
+
 @pytest.mark.parametrize("length", [0, 1, 2, 3, 10, 125, 300, 5000])
 def test_fast_shuffle_draws_as_random_shuffle(length):
   for seed in range(20):
@@ -402,3 +434,47 @@ def test_remote_output_through_tensorflow(tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   assert sorted(os.listdir(tmp_path)) == ["c.txt", "local.tfrecord",
                                           "vocab.txt"]
+
+
+@pytest.mark.slow
+def test_a_50_mb_line_without_a_newline(tmp_path):
+  # The corpus ends with one line of 50 MB and no newline, longer than a
+  # dozen shards: the shard it begins in holds it whole, the shards inside
+  # it hold nothing, and its sentence (200k tokens) is cut to a sequence
+  # in linear time.
+  vocab_file = write_vocab(tmp_path / "vocab.txt")
+  unit = b"the day was long" + b" " * 1008
+  corpus = tmp_path / "long.txt"
+  with open(corpus, "wb") as f:
+    f.write(b"The man was here.\nHe said no.\n\nShe had been there.\n\n")
+    f.write(unit * (50 * 1024))
+  output = str(tmp_path / "out" / "x.tfrecord")
+  result = run_script(["--input_file=%s" % corpus, "--output_file=" + output,
+                       "--vocab_file=" + vocab_file, "--max_seq_length=32",
+                       "--max_predictions_per_seq=5", "--dupe_factor=2",
+                       "--num_workers=2"])
+  assert result.returncode == 0, result.stderr[-3000:]
+  with open(output + ".manifest.json") as f:
+    manifest = json.load(f)
+  assert manifest["complete"] and manifest["num_shards"] == 13
+  counts = [shard["records"] for shard in manifest["shards"]]
+  assert counts[0] > 0 and counts[1:] == [0] * 12
+  records = records_of(output + "-00000-of-00013")
+  features = parse(records, 32, 5)
+  vocab = wordpiece.load_vocab(vocab_file)
+  long_ids = {vocab[w] for w in ("the", "day", "was", "long")}
+  cut = 0
+  for row in range(len(records)):
+    ids = list(features["input_ids"][row])
+    for position, original in zip(features["masked_lm_positions"][row],
+                                  features["masked_lm_ids"][row]):
+      if position:
+        ids[position] = original
+    length = int(features["input_mask"][row].sum())
+    a_end = list(features["segment_ids"][row]).index(1) - 1
+    # A piece of the long line as segment A, the pair cut to 32 - 3.
+    cut += length == 32 and a_end > 10 and set(ids[1:a_end]) <= long_ids
+  assert cut >= 1
+  assert sorted(os.listdir(tmp_path / "out")) == (
+      ["x.tfrecord-%05d-of-00013" % i for i in range(13)] +
+      ["x.tfrecord.manifest.json"])
