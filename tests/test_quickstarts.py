@@ -16,7 +16,9 @@ import pytest
 import modeling
 from tests import quickstarts
 from tests import reference
+from tests import test_create_pretraining_data as cpd
 from tests import test_run_classifier
+from tests.test_gradient_checkpointing import squad_training_file
 
 # The keys README.md says each eval_results.txt holds.
 CLASSIFIER_KEYS = {"eval_accuracy", "eval_loss", "f1", "global_step", "loss"}
@@ -127,3 +129,62 @@ def test_pre_train_from_a_corpus(tmp_path):
   vocab = (tmp_path / "pretrain" / "vocab.txt").read_text().splitlines()
   assert config["vocab_size"] == len(vocab)
   assert (tmp_path / "pretrain" / "output" / "model.ckpt-20.index").exists()
+
+
+@pytest.mark.slow
+def test_own_bert_end_to_end_as_docs_pre_training_has_it(tmp_path):
+  """docs/pre-training.md's journey as written: vocab, records, config,
+  pre-training, fine-tuning MRPC and SQuAD from the new checkpoint with
+  its own vocab and config, export and a query. Tiny: a corpus of made-up
+  documents (with the fine-tuning sets' sentences, so the vocab has their
+  words), a 2-layer config of H=32, 2 pre-training steps, a quarter epoch
+  of 256 MRPC pairs."""
+  [block] = quickstarts.section_blocks("docs/pre-training.md",
+                                       "Your own BERT, end to end")
+  corpus = tmp_path / "corpus"
+  corpus.mkdir()
+  cpd.synthetic_corpus(corpus / "made_up.txt", 60)
+  glue = tmp_path / "glue"
+  test_run_classifier.mrpc_folder(glue / "MRPC")
+  squad = tmp_path / "squad"
+  squad.mkdir()
+  squad_training_file(squad / "train-v1.1.json")
+  squad_training_file(squad / "dev-v1.1.json")
+  context = json.loads((squad / "train-v1.1.json").read_text())["data"][0][
+      "paragraphs"][0]["context"]
+  pairs = [line.split("\t")[3:5] for line in
+           (glue / "MRPC" / "train.tsv").read_text().splitlines()[1:]]
+  (corpus / "tasks.txt").write_text(
+      "\n\n".join("%s\n%s" % tuple(pair) for pair in pairs) +
+      "\n\n" + context.replace(". ", ".\n") + "\n")
+  script = quickstarts.script([block], str(tmp_path), replacements=[
+      ("--vocab_size=30522", "--vocab_size=400"),
+      ('"hidden_size": 768', '"hidden_size": 32'),
+      ('"intermediate_size": 3072', '"intermediate_size": 64'),
+      ('"num_attention_heads": 12', '"num_attention_heads": 2'),
+      ('"num_hidden_layers": 12', '"num_hidden_layers": 2'),
+      ("--num_train_steps=100000", "--num_train_steps=2"),
+      ("--num_warmup_steps=10000", "--num_warmup_steps=1"),
+      ("--num_train_epochs=3.0", "--num_train_epochs=0.25")])
+  result = quickstarts.run_with_relay(script, {
+      "CORPUS_DIR": str(corpus), "GLUE_DIR": str(glue),
+      "SQUAD_DIR": str(squad)})
+  assert result.returncode == 0, result.stderr[-3000:]
+  work = tmp_path / "my_bert"
+  vocab = (work / "vocab.txt").read_text().splitlines()
+  config = json.loads((work / "bert_config.json").read_text())
+  assert config["vocab_size"] == len(vocab) > 100
+  assert "yes" in vocab and "milk" in vocab
+  assert (work / "pretraining" / "model.ckpt-2.index").exists()
+  # MRPC and SQuAD started from the new weights.
+  assert result.stderr.count(" variables from %s " % (
+      work / "pretraining" / "model.ckpt-2")) == 2, result.stderr[-3000:]
+  # 256 pairs, batch 32, a quarter epoch: 2 steps.
+  assert results((work / "mrpc" / "eval_results.txt").read_text())[
+      "global_step"] == 2
+  predictions = json.loads((work / "squad" / "predictions.json").read_text())
+  assert sorted(predictions) == sorted("q%d" % i for i in range(12))
+  # learn_vocab.py's size line, then the query's label and probabilities.
+  assert "vocab_size = %d" % len(vocab) in result.stdout
+  assert re.fullmatch(r"\[b'[01]'\] \[\[\s*\S+\s+\S+\s*\]\]",
+                      result.stdout.splitlines()[-1]), result.stdout
