@@ -5,12 +5,14 @@ subsets; the v2.0 threshold it reports; bad input."""
 import collections
 import json
 import os
+import subprocess
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import modeling
+from tests import conftest
 from tests import reference
 from tests.conftest import read_results
 from tests.conftest import run_script
@@ -238,7 +240,15 @@ def test_squad2_threshold_reported_is_the_one_to_use(shared_data, tmp_path):
   answers = read_json(tmp_path / "a" / "predictions.json")
   assert all((answers[q] == "") == (odds[q] > 0.0) for q in odds)
 
-  result = run(dict(args, null_score_diff_threshold=repr(threshold),
+  # Read back by docs/fine-tuning.md's own command.
+  [line] = [line for line in open(os.path.join(
+      conftest.REPO_ROOT, "docs", "fine-tuning.md")) if line.startswith(
+          "THRESH=$(")]
+  read = subprocess.run(
+      ["bash", "-c", line.replace("/tmp/squad2_base/", "%s/a/" % tmp_path) +
+       'printf %s "$THRESH"'], capture_output=True, text=True, timeout=60)
+  assert float(read.stdout) == threshold, (read.stdout, read.stderr)
+  result = run(dict(args, null_score_diff_threshold=read.stdout,
                     output_dir=tmp_path / "b"))
   assert result.returncode == 0, result.stderr[-3000:]
   second = read_results(tmp_path / "b" / "eval_results.txt")

@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -139,7 +140,7 @@ def test_the_relay_stands_for_python_in_a_shell_script(tmp_path):
       # A signal that ends the script ends the relay the same way.
       "set +e; %s -c 'import os, signal; os.kill(os.getpid(), "
       "signal.SIGTERM)'; echo $? > killed; set -e" % python])
-  result = conftest.subprocess.run(
+  result = subprocess.run(
       ["bash", "-eu", "-c", text], capture_output=True, text=True,
       timeout=300, env=conftest.script_env())
   assert result.returncode == 0, result.stderr[-3000:]
