@@ -92,7 +92,7 @@ BLOCKS = ((BENCHMARKS_PAGE, "benchmarks"),
 GLANCE_ORDER = ("quality", "bench_pretraining", "bench_classifier",
                 "bench_hf_classifier", "bench_serving", "bench_tokenizer",
                 "bench_create_pretraining_data", "bench_learn_vocab")
-GLANCE_ROWS = 10
+GLANCE_ROWS = 6
 
 # The figure: fixed size per bar and resolution, so the same records give
 # the same bytes.
