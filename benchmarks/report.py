@@ -19,7 +19,10 @@ leaving everything else in a page byte for byte. Blocks:
 - docs/training.md `memory`: bench_memory.py's largest-batch table beside
   the original README's, per machine, and a link to docs/img/memory.png,
   peak memory against batch size, drawn here;
-- README.md `glance`: up to 10 headline numbers with machine and date;
+- docs/fine-tuning.md `time`: how long the original's BERT-Base recipes
+  (MRPC, SQuAD 1.1, pre-training) take at the speed a benchmark recorded
+  on each machine;
+- README.md `glance`: up to 6 headline numbers with machine and date;
   `quickstart-mrpc`, `quickstart-pretrain`, `quickstart-serving`, `demo`:
   the output a command printed, from the record of that name.
 
@@ -78,12 +81,14 @@ OUTPUTS = {
 # The page each output block is on: the quick starts' under them in the
 # README, the demo's (longer) in docs/results.md.
 OUTPUT_PAGES = {"demo": RESULTS_PAGE}
+FINE_TUNING_PAGE = "docs/fine-tuning.md"
 # (page, block) in the order they are rendered and reported.
 BLOCKS = ((BENCHMARKS_PAGE, "benchmarks"),
           (BENCHMARKS_PAGE, "benchmarks-figure"),
           (RESULTS_PAGE, "results"),
           (TRAINING_PAGE, "bfloat16-speed"),
           (TRAINING_PAGE, "memory"),
+          (FINE_TUNING_PAGE, "time"),
           (README, "glance")) + tuple(
               (OUTPUT_PAGES.get(name, README), name) for name in OUTPUTS)
 
@@ -350,6 +355,84 @@ def glance_block(records):
   return table + "\n\nSpeed ratios: ours / peer, above 1 where ours is faster."
 
 
+class Recipe(object):
+  """One of the original's BERT-Base runs, timed at a benchmark's speed.
+
+  Args:
+    name: str, the run as the table names it.
+    sequences: int, the sequences it trains on (epochs x examples).
+    benchmark: str, the record that measures its step.
+    table: str, that record's table title.
+    where: dict column -> value, the row that measures it.
+    per_second: function (row as a dict) -> sequences per second.
+  """
+
+  def __init__(self, name, sequences, benchmark, table, where, per_second):
+    self.name, self.sequences = name, sequences
+    self.benchmark, self.table, self.where = benchmark, table, where
+    self.per_second = per_second
+
+
+# The original's BERT-Base recipes (its README's commands; the paper's
+# pre-training), float32 without XLA. Examples, not features: SQuAD's
+# long contexts make more than one window each, so its time is a floor.
+RECIPES = (
+    Recipe("MRPC: 3 epochs of 3,668 pairs, 128 tokens", 3 * 3668,
+           "bench_classifier", "Fine-tuning examples/s",
+           {"L": 12, "H": 768, "seq": 128, "xla": False,
+            "precision": "float32"}, lambda row: row["ours"]),
+    Recipe("SQuAD 1.1: 2 epochs of 87,599 questions, 384 tokens",
+           2 * 87599, "bench_squad", "Fine-tuning examples/s",
+           {"L": 12, "H": 768, "seq": 384, "xla": False},
+           lambda row: row["ours"]),
+    Recipe("Pre-training: 1,000,000 steps of 256 sequences, 128 tokens",
+           256 * 1000000, "bench_pretraining", "Pre-training steps/s",
+           {"shape": "base", "seq": 128, "xla": False,
+            "precision": "float32", "variant": "ours"},
+           lambda row: row["steps/s"] * row["batch"]),
+)
+
+
+def duration(seconds):
+  """"41 minutes", "1.6 hours", "4.3 days", "12 years"."""
+  for unit, size in (("years", 365 * 86400), ("days", 86400),
+                     ("hours", 3600)):
+    if seconds >= 1.5 * size:
+      return "%.2g %s" % (seconds / size, unit)
+  return "%d minutes" % round(seconds / 60)
+
+
+def time_block(records):
+  """docs/fine-tuning.md's table: the original's BERT-Base recipes at the
+  speed of a BERT-Base step recorded on each machine, newest first."""
+  rows = []
+  for recipe in RECIPES:
+    seen = set()
+    for entry in records:
+      machine = results.machine_key(entry["machine"])
+      if entry["benchmark"] != recipe.benchmark or machine in seen:
+        continue
+      for table in entry["tables"]:
+        if table["title"] != recipe.table:
+          continue
+        for values in table["rows"]:
+          row = dict(zip(table["columns"], values))
+          if all(row.get(k) == v for k, v in recipe.where.items()):
+            rate = recipe.per_second(row)
+            seen.add(machine)
+            rows.append([recipe.name, machine, round(rate, 2),
+                         duration(recipe.sequences / rate),
+                         "%s, %s" % (recipe.benchmark, day(entry))])
+            break
+        if machine in seen:
+          break
+  if not rows:
+    return ("Not recorded yet: `make benchmark` measures the BERT-Base steps "
+            "these times come from.")
+  return markdown_table({"title": None, "rows": rows, "columns": [
+      "BERT-Base, float32", "machine", "sequences/s", "time", "record"]})
+
+
 # bench_classifier's table of each precision's speed over float32's.
 BFLOAT16_SPEED = "ours against ours float32"
 
@@ -534,6 +617,7 @@ def render(records):
             (RESULTS_PAGE, "results"): results_block(kept),
             (TRAINING_PAGE, "bfloat16-speed"): bfloat16_speed_block(kept),
             (TRAINING_PAGE, "memory"): memory_block(kept),
+            (FINE_TUNING_PAGE, "time"): time_block(kept),
             (README, "glance"): glance_block(kept)}
   for name in OUTPUTS:
     blocks[OUTPUT_PAGES.get(name, README), name] = output_block(kept, name)

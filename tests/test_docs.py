@@ -36,6 +36,7 @@ REPORT_BLOCKS = {
     "docs/results.md": {"results", "demo"},
     "docs/benchmarks.md": {"benchmarks", "benchmarks-figure"},
     "docs/training.md": {"bfloat16-speed", "memory"},
+    "docs/fine-tuning.md": {"time"},
 }
 
 # absl's own flags, which every absl script accepts (app, logging, flags).

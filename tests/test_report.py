@@ -108,7 +108,7 @@ def write_pages(root, around="text {n}\n"):
   and around them; returns {page: text}."""
   texts = {}
   for page in (report.BENCHMARKS_PAGE, report.RESULTS_PAGE,
-               report.TRAINING_PAGE, report.README):
+               report.TRAINING_PAGE, report.FINE_TUNING_PAGE, report.README):
     parts = [around.format(n=0)]
     for n, (block_page, name) in enumerate(report.BLOCKS, 1):
       if block_page == page:
@@ -216,7 +216,8 @@ def test_write_keeps_text_outside_the_markers(tmp_path):
   changed = report.write(root)
   assert sorted(changed) == sorted([report.BENCHMARKS_PAGE,
                                     report.RESULTS_PAGE, report.README,
-                                    report.TRAINING_PAGE, report.FIGURE])
+                                    report.TRAINING_PAGE,
+                                    report.FINE_TUNING_PAGE, report.FIGURE])
   for page, text in before.items():
     after = read(root, page)
     outside = re.split(r"<!-- report:begin [\w-]+ -->.*?"
@@ -444,3 +445,30 @@ def test_bfloat16_speed_block_per_machine_with_its_units():
   assert ("| AMD EPYC 7B13 (AVX2), 4 cores | no | minilm | bfloat16 | 0.4 | "
           "2025-03-01 |") in block
   assert report.bfloat16_speed_block([]).startswith("Not recorded yet")
+
+
+def test_time_block_times_the_recipes_at_each_machines_speed():
+  classifier = entry("2025-02-01T00:00:00Z", [], benchmark="bench_classifier")
+  classifier["tables"] = [{
+      "title": "Fine-tuning examples/s",
+      "columns": ["L", "H", "seq", "batch", "xla", "precision", "ours"],
+      # Only the BERT-Base float32 row without XLA times MRPC.
+      "rows": [[6, 384, 128, 32, False, "float32", 50.0],
+               [12, 768, 128, 32, False, "bfloat16", 9.0],
+               [12, 768, 128, 32, False, "float32", 2.0]]}]
+  pretraining = entry("2025-02-02T00:00:00Z", [],
+                      benchmark="bench_pretraining")
+  pretraining["tables"] = [{
+      "title": "Pre-training steps/s",
+      "columns": ["shape", "L", "H", "batch", "seq", "xla", "precision",
+                  "variant", "steps/s"],
+      "rows": [["base", 12, 768, 8, 128, False, "float32", "ours", 0.25]]}]
+  block = report.time_block(report.newest([classifier, pretraining]))
+  rows = [line.split(" | ") for line in block.splitlines()[2:]]
+  # 3 x 3,668 pairs at 2 a second: 5,502 s; 256M sequences at 0.25 x 8.
+  assert [(r[0].lstrip("| "), r[2], r[3]) for r in rows] == [
+      ("MRPC: 3 epochs of 3,668 pairs, 128 tokens", "2.0", "1.5 hours"),
+      ("Pre-training: 1,000,000 steps of 256 sequences, 128 tokens", "2.0",
+       "4.1 years")]
+  assert report.duration(59 * 60) == "59 minutes"
+  assert report.duration(2 * 86400) == "2 days"
