@@ -595,12 +595,15 @@ def output_block(records, name):
   if lines is None:
     raise ReportError("benchmarks/results/%s.jsonl: its newest record has no "
                       "table with the one column 'output'." % name)
+  seconds = [table["rows"][0][0] for table in entry["tables"]
+             if table["columns"] == ["seconds"]]
   fence = "```"
   while any(fence in line for line in lines):
     fence += "`"
-  return "%stext\n%s\n%s\n(recorded on %s, %s, commit %s%s)" % (
+  return "%stext\n%s\n%s\n(recorded on %s, %s, %scommit %s%s)" % (
       fence, "\n".join(lines), fence, results.machine_key(entry["machine"]),
-      day(entry), entry.get("commit") or "unknown",
+      day(entry), "took %d s, " % seconds[0] if seconds else "",
+      entry.get("commit") or "unknown",
       ", uncommitted tree" if entry.get("dirty") else "")
 
 

@@ -206,6 +206,13 @@ def test_output_block_is_the_recorded_output():
       "```text\neval_accuracy = 0.86\nglobal_step = 343\n```\n"
       "(recorded on Intel Xeon Platinum 8481C (AMX), 2 cores, 2025-04-01, "
       "commit 1234abc, uncommitted tree)")
+  # With its wall time (benchmarks/checks/quickstarts.py records it).
+  run["tables"].append({"title": "Wall time", "columns": ["seconds"],
+                        "rows": [[644]]})
+  run["dirty"] = False
+  blocks, _ = report.render([run])
+  assert blocks[report.README, "quickstart-mrpc"].endswith(
+      "2 cores, 2025-04-01, took 644 s, commit 1234abc)")
 
 
 def test_write_keeps_text_outside_the_markers(tmp_path):

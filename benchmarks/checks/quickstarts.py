@@ -45,6 +45,10 @@ results.define_flags()
 # progress of its steps.
 DEMO_FROM = "== fine-tuning eval_results.txt"
 
+# The title of a record's table of how long the run took (report.py shows
+# it beside the output).
+WALL_TIME = "Wall time"
+
 # The block of quick start 1 that makes a Google folder from HuggingFace
 # weights (the other way is a Google model of one's own).
 CONVERT = "convert_checkpoint.py"
@@ -106,7 +110,9 @@ def main(argv):
     print("== %s (%.0f s)\n%s" % (name, seconds, "\n".join(lines)))
     if FLAGS.record:
       results.record(
-          name, [results.output_table(lines)],
+          name, [results.output_table(lines),
+                 {"title": WALL_TIME, "columns": ["seconds"],
+                  "rows": [[round(seconds)]]}],
           results.flag_settings(FLAGS, names=[name]),
           notes=[describe(found, name) + " %.0f s." % seconds])
 
