@@ -44,7 +44,7 @@ demo: $(VENV_STAMP) $(KERNELS)
 
 # The thirteen speed and memory benchmarks that need only this machine's
 # CPUs, with their default flags (the fine-tuning step's also in bfloat16
-# and at the MiniLM shape: issue 42's targets), each beside its peer
+# and at the MiniLM shape), each beside its peer
 # and appending a record to benchmarks/results/: bench_encoder,
 # bench_tokenizer, bench_pretraining, bench_classifier, bench_squad,
 # bench_swag, bench_ner,

@@ -188,7 +188,7 @@ def cell(value):
     return "yes" if value else "no"
   if isinstance(value, (int, float)):
     return repr(value)
-  return str(value).replace("|", "\\|").replace("\n", " ")
+  return renamed(str(value)).replace("|", "\\|").replace("\n", " ")
 
 
 def markdown_table(table):
@@ -222,8 +222,24 @@ def provenance(entry):
       " (uncommitted tree)" if entry.get("dirty") else "", day(entry))
 
 
+# Settings that say where a run wrote its scratch files, not how it ran.
+SCRATCH_SETTINGS = frozenset(["work_dir"])
+
+# Older records' names for what a row or table compared against, shown as
+# what it is.
+RENAMED = (("(ours before)", "(TensorFlow's ops)"),
+           ("TF (the replaced pipeline)", "TF (TensorFlow's own pipeline)"))
+
+
+def renamed(text):
+  for old, new in RENAMED:
+    text = text.replace(old, new)
+  return text
+
+
 def settings_text(settings):
-  """The settings as `name=value` spans, lists joined by commas."""
+  """The settings as `name=value` spans, lists joined by commas; scratch
+  folders left out."""
   def value(v):
     if isinstance(v, bool):
       return "true" if v else "false"
@@ -231,7 +247,8 @@ def settings_text(settings):
       return ",".join(str(x) for x in v)
     return str(v)
   return ", ".join("`%s=%s`" % (name, value(v))
-                   for name, v in sorted(settings.items()) if v is not None)
+                   for name, v in sorted(settings.items())
+                   if v is not None and name not in SCRATCH_SETTINGS)
 
 
 def machine_heading(key, machine):

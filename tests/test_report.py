@@ -479,3 +479,10 @@ def test_time_block_times_the_recipes_at_each_machines_speed():
        "4.1 years")]
   assert report.duration(59 * 60) == "59 minutes"
   assert report.duration(2 * 86400) == "2 days"
+
+
+def test_scratch_folders_and_old_names_stay_out_of_the_pages():
+  assert report.settings_text({"seeds": [1, 2], "work_dir": "../scratch"}) == (
+      "`seeds=1,2`")
+  assert report.cell("cast, GELU, cast (ours before)") == (
+      "cast, GELU, cast (TensorFlow's ops)")
