@@ -264,20 +264,60 @@ def machine_heading(key, machine):
       key, machine["cpu"], machine["cores"], "; ".join(details))
 
 
-def record_block(entry, machine):
-  """One record: where and when it ran, its settings, tables and notes."""
+def record_block(entry, machine, tables, dropped):
+  """One record: where and when it ran, its settings, tables and notes.
+
+  Args:
+    entry: the record.
+    machine: the machine of its section.
+    tables: its tables as shown (rows measured again later left out).
+    dropped: int, how many rows were left out.
+  """
   parts = ["%s. Settings: %s." % (provenance(entry),
                                   settings_text(entry["settings"]) or "none")]
   if entry["machine"].get("tensorflow") != machine.get("tensorflow"):
     parts[0] += " TensorFlow %s." % entry["machine"].get("tensorflow")
-  parts += [markdown_table(t) for t in entry["tables"]]
+  parts += [markdown_table(t) for t in tables]
+  if dropped:
+    parts.append("(%d %s measured again by a newer record above: left out.)"
+                 % (dropped, "row" if dropped == 1 else "rows"))
   parts += ["Note: %s" % note for note in entry.get("notes", [])]
   return "\n\n".join(parts)
 
 
+def row_key(row):
+  """What a row measures: its cells up to the first float (the
+  measurements start there), or all but the last where it has none."""
+  for i, value in enumerate(row):
+    if isinstance(value, float):
+      return tuple(row[:i])
+  return tuple(row[:-1])
+
+
+def newest_rows(entries):
+  """[(entry, its tables, rows left out)] of one benchmark on one machine,
+  newest first: a row whose table title and row_key a newer record
+  measured too is left out, so a page never shows one measurement twice
+  with two values. A record left with no row is left out."""
+  seen, kept = set(), []
+  for entry in entries:
+    tables, dropped = [], 0
+    for table in entry["tables"]:
+      rows = [row for row in table["rows"]
+              if (table["title"], row_key(row)) not in seen]
+      dropped += len(table["rows"]) - len(rows)
+      if rows:
+        tables.append(dict(table, rows=rows))
+    for table in entry["tables"]:
+      seen.update((table["title"], row_key(row)) for row in table["rows"])
+    if tables:
+      kept.append((entry, tables, dropped))
+  return kept
+
+
 def machine_sections(records, title):
   """A section per machine: a heading per benchmark (title(name)), its
-  records under it, newest first."""
+  records under it, newest first (newest_rows)."""
   sections = []
   for key, entries in by_machine(records):
     machine = entries[0]["machine"]
@@ -288,8 +328,9 @@ def machine_sections(records, title):
         names.append(entry["benchmark"])
     for name in names:
       parts.append("#### %s" % title(name))
-      parts += [record_block(e, machine) for e in entries
-                if e["benchmark"] == name]
+      parts += [record_block(e, machine, tables, dropped)
+                for e, tables, dropped in newest_rows(
+                    [e for e in entries if e["benchmark"] == name])]
     sections.append("\n\n".join(parts))
   return "\n\n".join(sections)
 

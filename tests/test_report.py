@@ -486,3 +486,24 @@ def test_scratch_folders_and_old_names_stay_out_of_the_pages():
       "`seeds=1,2`")
   assert report.cell("cast, GELU, cast (ours before)") == (
       "cast, GELU, cast (TensorFlow's ops)")
+
+
+def test_a_measurement_repeated_by_a_newer_record_shows_once():
+  table = lambda rows: [{"title": "Steps/s", "columns": [
+      "shape", "precision", "steps/s"], "rows": rows}]
+  old = entry("2025-01-01T00:00:00Z", [], repeats=3)
+  old["tables"] = table([["base", "float32", 0.4], ["base", "bf16", 0.9],
+                         ["small", "float32", 2.0]])
+  new = entry("2025-02-01T00:00:00Z", [], repeats=5)
+  new["tables"] = table([["base", "float32", 0.5], ["base", "bf16", 1.0]])
+  again = entry("2025-01-15T00:00:00Z", [], repeats=4)
+  again["tables"] = table([["base", "float32", 0.45]])
+  shown = report.newest_rows(report.newest([old, new, again]))
+  # The newest's rows; the oldest keeps only what no newer one measured;
+  # the middle one, all of whose rows were measured again, is left out.
+  assert [(e["date"][:10], t[0]["rows"], dropped)
+          for e, t, dropped in shown] == [
+              ("2025-02-01", [["base", "float32", 0.5], ["base", "bf16", 1.0]],
+               0),
+              ("2025-01-01", [["small", "float32", 2.0]], 2)]
+  assert report.row_key(["bfloat16", 1428]) == ("bfloat16",)
