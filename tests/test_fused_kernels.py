@@ -765,6 +765,9 @@ def test_training_sets_it_and_xla_and_serving_do_not(reset_layers,
   assert layers._FUSED_KERNELS[0]  # pylint: disable=protected-access
   precision.set_policy("float32", jit_compile=True)
   assert not layers._FUSED_KERNELS[0]  # pylint: disable=protected-access
+  for name in ("float32", "bfloat16"):  # --fused_kernels=false
+    precision.set_policy(name, fused_kernels=False)
+    assert not layers._FUSED_KERNELS[0]  # pylint: disable=protected-access
   monkeypatch.setattr(precision, "_accelerated", lambda: True)
   for name in ("float32", "bfloat16"):
     precision.set_policy(name)

@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 import modeling
+from modeling import fused_kernels
 from runner_lib.core import tfrecord_writer
 from runner_lib.pretraining import instances as pretraining_instances
 from tests import conftest
@@ -205,3 +206,31 @@ def test_two_worker_multi_worker_mirrored_matches_one_worker(data, tmp_path):
     difference = np.linalg.norm(got[name] - want[name])
     assert difference < max(0.3 * moved, 1e-6), (name, difference, moved)
   assert got["global_step"] == want["global_step"] == 8
+
+
+def test_fused_kernels_false_trains_with_tensorflows_ops_alone(data, tmp_path):
+  # float32 training with the kernels (the default) and without. The
+  # kernels float32 uses are meant to round as TensorFlow's ops do, but
+  # that holds only where TensorFlow picks the kernels they were matched
+  # to: on an AVX2-only EPYC (oneDNN off) 10 weights of 25k differed after
+  # these 4 steps, by at most 4.6e-7 relative (the key biases, whose true
+  # gradient is 0, by 1.7e-12). The bound: a few float32 roundings (2^-24
+  # each) per step carried through 4 Adam updates, and an absolute floor
+  # for weights that only collect rounding; a wrong kernel moves weights
+  # by far more.
+  started = [conftest.popen(command(
+      data, tmp_path / name, num_train_steps="4", save_checkpoints_steps="4",
+      do_eval="false", **flags)) for name, flags in (
+          ("on", {}), ("off", {"fused_kernels": "false"}))]
+  outputs = [process.communicate(timeout=600) for process in started]
+  for process, (_, stderr) in zip(started, outputs):
+    assert process.returncode == 0, stderr[-3000:]
+  built = "on" if fused_kernels.available() else "off"
+  assert "Fused CPU kernels: %s." % built in outputs[0][1]
+  assert "Fused CPU kernels: off." in outputs[1][1]
+  on = weights_of(str(tmp_path / "on" / "model.ckpt-4"))
+  off = weights_of(str(tmp_path / "off" / "model.ckpt-4"))
+  assert sorted(on) == sorted(off) and len(on) > 20
+  for name in on:
+    np.testing.assert_allclose(on[name], off[name], rtol=1e-5, atol=1e-8,
+                               err_msg=name)

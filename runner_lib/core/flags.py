@@ -138,6 +138,13 @@ def define_training_flags(modes=("train", "eval")):
                     "mixed_float16 with dynamic loss scaling.")
   flags.DEFINE_bool("use_xla", False,
                     "Compile the training step with XLA (jit_compile).")
+  flags.DEFINE_bool("fused_kernels", True,
+                    "On a CPU without XLA, train with this project's fused "
+                    "kernels where they are built (modeling/"
+                    "fused_kernels.py: dropout, the optimizer update; in "
+                    "bfloat16 also GELU, residual + LayerNorm, attention "
+                    "softmax). false: TensorFlow's own ops only, the "
+                    "arithmetic the checks against the original run on.")
   flags.DEFINE_integer("gradient_accumulation_steps", 1,
                        "Micro-batches per update: each replica's batch is "
                        "split into this many, their gradients averaged "

@@ -6,6 +6,7 @@ from absl import logging
 import tensorflow as tf
 import tf_keras
 
+from modeling import fused_kernels
 from modeling import layers
 
 CPUINFO = "/proc/cpuinfo"
@@ -85,7 +86,7 @@ def set_matmul_precision(precision):
     layers.set_matmul_dtype(tf.float32)
 
 
-def set_policy(precision, jit_compile=False):
+def set_policy(precision, jit_compile=False, fused_kernels=True):
   """Sets what --precision computes in, for models built afterwards.
 
   Weights, optimizer state and checkpoints stay float32 whatever it is.
@@ -108,6 +109,8 @@ def set_policy(precision, jit_compile=False):
       both precisions (bit-identical to the composite); with bfloat16 also
       the feed-forward's bias add + GELU and the residual add +
       LayerNorm.
+    fused_kernels: bool, --fused_kernels: False keeps them off anyway
+      (TensorFlow's own ops only).
   """
   layers.set_matmul_dtype(tf.float32)
   layers.set_fused_kernels(False)
@@ -115,10 +118,16 @@ def set_policy(precision, jit_compile=False):
   if precision in ("float32", "bfloat16") and not _accelerated():
     if precision == "bfloat16":
       set_matmul_precision(precision)
-    layers.set_fused_kernels(not jit_compile)
+    layers.set_fused_kernels(fused_kernels and not jit_compile)
   elif precision != "float32":
     # No bfloat16 warning here: a GPU or TPU has the units.
     tf_keras.mixed_precision.set_global_policy("mixed_" + precision)
+
+
+def fused_kernels_on():
+  """Whether training built now runs the fused CPU kernels: switched on
+  (set_policy) and built here."""
+  return layers.fused_kernels_enabled() and fused_kernels.available()
 
 
 def computes_in_float32():

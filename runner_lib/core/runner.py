@@ -66,7 +66,9 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
     outdir_lock.OutputDirLockedError: another run trains in --output_dir.
   """
   tf_keras.utils.set_random_seed(FLAGS.seed)
-  precision.set_policy(FLAGS.precision, FLAGS.use_xla)
+  precision.set_policy(FLAGS.precision, FLAGS.use_xla, FLAGS.fused_kernels)
+  logging.info("Fused CPU kernels: %s.",
+               "on" if precision.fused_kernels_on() else "off")
   tf.io.gfile.makedirs(FLAGS.output_dir)
   if not training.is_chief(strategy):
     fileio.leave_to_chief(FLAGS.output_dir)
@@ -81,7 +83,7 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
       FLAGS.gradient_accumulation_steps, FLAGS.optimizer,
       loss_scaling=FLAGS.precision == "float16",
       # float32 keeps the original's rounding, op for op.
-      fused_update=FLAGS.precision != "float32")
+      fused_update=FLAGS.precision != "float32" and FLAGS.fused_kernels)
 
 
 def finetuning_trainer(strategy, task, num_train_examples):
