@@ -460,30 +460,33 @@ def duration(seconds):
   return "%d minutes" % round(seconds / 60)
 
 
+def recipe_rate(entry, recipe):
+  """Sequences per second of the recipe's row in the record, or None."""
+  if entry["benchmark"] != recipe.benchmark:
+    return None
+  for table in entry["tables"]:
+    if table["title"] == recipe.table:
+      for values in table["rows"]:
+        row = dict(zip(table["columns"], values))
+        if all(row.get(k) == v for k, v in recipe.where.items()):
+          return recipe.per_second(row)
+  return None
+
+
 def time_block(records):
   """docs/fine-tuning.md's table: the original's BERT-Base recipes at the
   speed of a BERT-Base step recorded on each machine, newest first."""
   rows = []
   for recipe in RECIPES:
     seen = set()
-    for entry in records:
+    for entry in records:  # newest first: the first rate per machine
       machine = results.machine_key(entry["machine"])
-      if entry["benchmark"] != recipe.benchmark or machine in seen:
-        continue
-      for table in entry["tables"]:
-        if table["title"] != recipe.table:
-          continue
-        for values in table["rows"]:
-          row = dict(zip(table["columns"], values))
-          if all(row.get(k) == v for k, v in recipe.where.items()):
-            rate = recipe.per_second(row)
-            seen.add(machine)
-            rows.append([recipe.name, machine, round(rate, 2),
-                         duration(recipe.sequences / rate),
-                         "%s, %s" % (recipe.benchmark, day(entry))])
-            break
-        if machine in seen:
-          break
+      rate = None if machine in seen else recipe_rate(entry, recipe)
+      if rate:
+        seen.add(machine)
+        rows.append([recipe.name, machine, round(rate, 2),
+                     duration(recipe.sequences / rate),
+                     "%s, %s" % (recipe.benchmark, day(entry))])
   if not rows:
     return ("Not recorded yet: `make benchmark` measures the BERT-Base steps "
             "these times come from.")

@@ -241,9 +241,8 @@ def test_squad2_threshold_reported_is_the_one_to_use(shared_data, tmp_path):
   assert all((answers[q] == "") == (odds[q] > 0.0) for q in odds)
 
   # Read back by docs/fine-tuning.md's own command.
-  [line] = [line for line in open(os.path.join(
-      conftest.REPO_ROOT, "docs", "fine-tuning.md")) if line.startswith(
-          "THRESH=$(")]
+  with open(os.path.join(conftest.REPO_ROOT, "docs", "fine-tuning.md")) as f:
+    [line] = [line for line in f if line.startswith("THRESH=$(")]
   read = subprocess.run(
       ["bash", "-c", line.replace("/tmp/squad2_base/", "%s/a/" % tmp_path) +
        'printf %s "$THRESH"'], capture_output=True, text=True, timeout=60)
