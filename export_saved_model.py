@@ -65,10 +65,11 @@ squad_options.define_answer_flags()
 squad_options.define_version_2_flags()
 
 
-def build_module(config):
-  """The task's model (weights not loaded yet) in its serving module.
-  Served batches are trimmed (modules.trim_padding), so the tasks that read
-  no padding position let the encoder skip it (Task.model_builder)."""
+def build_module(config, options):
+  """The task's model (weights not loaded yet) in its serving module,
+  computing as options (a modeling.ComputeOptions) says. Served batches
+  are trimmed (modules.trim_padding), so the tasks that read no padding
+  position let the encoder skip it (Task.model_builder)."""
   common = (FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length)
   if FLAGS.task == "classifier":
     if not FLAGS.task_name:
@@ -76,12 +77,14 @@ def build_module(config):
     processor = classifier_data.get_processor(FLAGS.task_name)
     model = classifier_task.ClassificationTask(
         config, FLAGS.max_seq_length,
-        processor.get_labels()).model_builder(skip_padding=True)()
+        processor.get_labels()).model_builder(skip_padding=True,
+                                              options=options)()
     return modules.ClassifierModule(model, *common, processor.get_labels(),
                                     pair=processor.COLUMNS[1] is not None)
   if FLAGS.task == "squad":
     squad_options.check_flags()
-    model = squad_task.SquadTask(config, FLAGS.max_seq_length).build_model()
+    model = squad_task.SquadTask(config,
+                                 FLAGS.max_seq_length).build_model(options)
     return squad_serving.SquadModule(
         model, *common, doc_stride=FLAGS.doc_stride,
         max_query_length=FLAGS.max_query_length,
@@ -91,13 +94,15 @@ def build_module(config):
         null_score_diff_threshold=FLAGS.null_score_diff_threshold)
   if FLAGS.task == "swag":
     task = swag_task.SwagTask(config, FLAGS.max_seq_length)
-    return modules.SwagModule(task.model_builder(skip_padding=True)(),
-                              *common)
+    return modules.SwagModule(
+        task.model_builder(skip_padding=True, options=options)(), *common)
   if FLAGS.task == "ner":
     task = ner_options.make_task(config)
-    return modules.NerModule(task.model_builder(skip_padding=True)(), *common,
-                             task.label_list)
-  return modules.EncoderModule(modeling.BertModel(config), *common)
+    return modules.NerModule(
+        task.model_builder(skip_padding=True, options=options)(), *common,
+        task.label_list)
+  return modules.EncoderModule(modeling.BertModel(config, options=options),
+                               *common)
 
 
 def main(_):
@@ -113,8 +118,7 @@ def main(_):
     if not FLAGS[name].value:
       raise errors.InputError("--task=%s needs --%s." % (FLAGS.task, name))
   config, _ = runner_flags.config_and_tokenizer()
-  precision.set_matmul_precision(FLAGS.precision)
-  module = build_module(config)
+  module = build_module(config, precision.prediction_options(FLAGS.precision))
   # Every variable the task's model has must be in the checkpoint: a
   # pre-training checkpoint has no task head to serve.
   missing = modeling.load_checkpoint(module.model, FLAGS.init_checkpoint,

@@ -94,13 +94,13 @@ def main(_):
     raise errors.InputError(
         "--batch_size=%d must be a multiple of the %d replicas." %
         (FLAGS.batch_size, strategy.num_replicas_in_sync))
-  precision.set_matmul_precision(FLAGS.precision)
+  options = precision.prediction_options(FLAGS.precision)
   with strategy.scope():
     # Only real tokens' values are written: with trimmed batches the
     # encoder can skip the padding.
     model = modeling.BertModel(
         config, use_one_hot_embeddings=FLAGS.use_one_hot_embeddings,
-        skip_padding=runner.trims(strategy))
+        skip_padding=runner.trims(strategy), options=options)
   # The flag, not the prefix check_flags found: in a directory, a damaged
   # newest data file falls back to the checkpoint before it.
   modeling.load_checkpoint(model, FLAGS.init_checkpoint)

@@ -29,6 +29,7 @@ from modeling.layers import gelu
 from modeling.layers import gelu_exact
 from modeling.layers import get_activation
 from modeling.multiple_choice import BertMultipleChoice
+from modeling.options import ComputeOptions
 from modeling.pretrainer import BertPretrainer
 from modeling.squad_model import BertSquadModel
 from modeling.task_model import BertTaskModel

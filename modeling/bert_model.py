@@ -6,6 +6,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from modeling import layers
+from modeling import options as options_lib
 
 
 class BertModel(keras.Model):
@@ -33,7 +34,8 @@ class BertModel(keras.Model):
 
   def __init__(self, config, use_one_hot_embeddings=False, seed=None,
                causal_attention=False, skip_padding=False,
-               gradient_checkpointing=False, name="bert", **kwargs):
+               gradient_checkpointing=False, name="bert", options=None,
+               **kwargs):
     """Creates the model and all its weights.
 
     Args:
@@ -56,6 +58,9 @@ class BertModel(keras.Model):
         third more arithmetic, the same numbers. An attribute, like
         skip_padding.
       name: Keras name.
+      options: a modeling.ComputeOptions (what the layers compute in), or
+        None for the default, the original's float32 arithmetic through
+        TensorFlow's own ops. Task heads take the same (self.options).
       **kwargs: passed to keras.Model.
     """
     super().__init__(name=name, **kwargs)
@@ -63,6 +68,7 @@ class BertModel(keras.Model):
     self.causal_attention = causal_attention
     self.skip_padding = skip_padding
     self.gradient_checkpointing = gradient_checkpointing
+    self.options = options_lib.resolve(options)
     if seed is None:
       seed = random.getrandbits(30)
     # The embeddings' and layers' dropouts take seed .. seed + 2L; a task
@@ -76,7 +82,8 @@ class BertModel(keras.Model):
         initializer_range=config.initializer_range,
         dropout_rate=config.hidden_dropout_prob,
         dropout_seed=seed,
-        use_one_hot_embeddings=use_one_hot_embeddings)
+        use_one_hot_embeddings=use_one_hot_embeddings,
+        options=self.options)
     activation = layers.get_activation(config.hidden_act)
     self.encoder_layers = [
         layers.TransformerLayer(
@@ -88,10 +95,12 @@ class BertModel(keras.Model):
             attention_probs_dropout_prob=config.attention_probs_dropout_prob,
             initializer_range=config.initializer_range,
             name="layer_%d" % i,
-            dropout_seed=seed + 2 * i + 1)
+            dropout_seed=seed + 2 * i + 1,
+            options=self.options)
         for i in range(config.num_hidden_layers)
     ]
-    self.pooler = layers.Pooler(config.hidden_size, config.initializer_range)
+    self.pooler = layers.Pooler(config.hidden_size, config.initializer_range,
+                                options=self.options)
     # Create every weight now, so a checkpoint can be loaded before the first
     # real call. `call` (not `__call__`) leaves Keras' input spec unset.
     self.call({"input_ids": tf.zeros([1, 1], tf.int32)}, training=False)

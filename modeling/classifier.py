@@ -18,11 +18,13 @@ class BertClassifier(task_model.BertTaskModel):
       use_one_hot_embeddings: bool, passed to BertModel.
       seed: int or None, passed to BertModel.
       name: Keras name.
-      **kwargs: passed to keras.Model.
+      **kwargs: passed to BertTaskModel (options, a
+        modeling.ComputeOptions) and keras.Model.
     """
     super().__init__(config, use_one_hot_embeddings, seed, name, **kwargs)
     self.classifier = heads.ClassifierHead(num_labels, config.hidden_size,
-                                           seed=self.bert.head_seed)
+                                           seed=self.bert.head_seed,
+                                           options=self.bert.options)
     self.build_weights()
 
   def call(self, inputs, training=None):

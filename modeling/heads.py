@@ -10,6 +10,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from modeling import layers
+from modeling import options as options_lib
 
 
 def gather_indexes(sequence_tensor, positions):
@@ -58,7 +59,7 @@ class MaskedLMHead(keras.layers.Layer):
   """Scope cls/predictions: transform, then logits on the tied word table."""
 
   def __init__(self, embedding_table, hidden_act, initializer_range,
-               name="predictions", **kwargs):
+               name="predictions", options=None, **kwargs):
     """Creates the head.
 
     Args:
@@ -67,19 +68,22 @@ class MaskedLMHead(keras.layers.Layer):
       hidden_act: str, activation of the transform (the config's hidden_act).
       initializer_range: float, stddev of the truncated-normal initializer.
       name: Keras name.
+      options: a modeling.ComputeOptions (BertModel's), or None for the
+        default.
       **kwargs: passed to keras.layers.Layer.
     """
     super().__init__(name=name, **kwargs)
+    options = options_lib.resolve(options)
     self.embedding_table = embedding_table
     vocab_size, hidden_size = embedding_table.shape
     self.transform = layers.Dense(
         hidden_size, activation=layers.get_activation(hidden_act),
         kernel_initializer=layers.create_initializer(initializer_range),
-        name="transform")
-    self.layer_norm = layers.layer_norm()
+        name="transform", options=options)
+    self.layer_norm = layers.layer_norm(options=options)
     self.output_bias = self.add_weight(
         "output_bias", shape=[vocab_size], initializer="zeros")
-    self.matmul_dtype = layers.matmul_dtype()
+    self.matmul_dtype = options.matmul_dtype
 
   def call(self, sequence_output, masked_lm_positions):
     """Scores every vocabulary entry at the masked positions.
@@ -102,16 +106,19 @@ class OutputLayer(keras.layers.Layer):
   transposed, so logits use the transpose) and output_bias [num_outputs]."""
 
   def __init__(self, num_outputs, hidden_size, initializer_range, name,
-               **kwargs):
+               options=None, **kwargs):
     """Args: num_outputs: int; hidden_size: int H; initializer_range:
-    float, stddev of the truncated-normal initializer; name: Keras name."""
+    float, stddev of the truncated-normal initializer; name: Keras name;
+    options: a modeling.ComputeOptions (BertModel's), or None for the
+    default (self.options)."""
     super().__init__(name=name, **kwargs)
+    self.options = options_lib.resolve(options)
     self.output_weights = self.add_weight(
         "output_weights", shape=[num_outputs, hidden_size],
         initializer=layers.create_initializer(initializer_range))
     self.output_bias = self.add_weight(
         "output_bias", shape=[num_outputs], initializer="zeros")
-    self.matmul_dtype = layers.matmul_dtype()
+    self.matmul_dtype = self.options.matmul_dtype
 
   def logits(self, hidden):
     """Maps float [..., H] to float [..., num_outputs]."""
@@ -149,7 +156,7 @@ class ClassifierHead(OutputLayer):
     seed: int, of the dropout masks."""
     super().__init__(num_labels, hidden_size, 0.02, name, **kwargs)
     # A fixed 0.1 in the original, not the config's hidden_dropout_prob.
-    self.dropout = layers.Dropout(0.1, seed)
+    self.dropout = layers.Dropout(0.1, seed, self.options)
 
   def call(self, pooled_output, training=None):
     """Maps pooled [B, H] to float [B, num_labels] logits."""
@@ -186,7 +193,8 @@ class FeatureTaggerHead(keras.layers.Layer):
   NUM_LSTM_LAYERS = 2
 
   def __init__(self, num_labels, num_features, lstm_units,
-               weighted_sum=False, seed=0, name="ner_features", **kwargs):
+               weighted_sum=False, seed=0, name="ner_features", options=None,
+               **kwargs):
     """Creates the head.
 
     Args:
@@ -199,6 +207,8 @@ class FeatureTaggerHead(keras.layers.Layer):
         concatenating them.
       seed: int, of the dropout masks.
       name: Keras name.
+      options: a modeling.ComputeOptions (BertModel's), or None for the
+        default.
       **kwargs: passed to keras.layers.Layer.
     """
     super().__init__(name=name, **kwargs)
@@ -210,9 +220,9 @@ class FeatureTaggerHead(keras.layers.Layer):
         keras.layers.Bidirectional(
             keras.layers.LSTM(lstm_units, return_sequences=True),
             name="lstm_%d" % i) for i in range(self.NUM_LSTM_LAYERS)]
-    self.dropout = layers.Dropout(0.1, seed)
+    self.dropout = layers.Dropout(0.1, seed, options)
     self.output_layer = OutputLayer(num_labels, 2 * lstm_units, 0.02,
-                                    name="output")
+                                    name="output", options=options)
 
   def call(self, features, input_mask, training=None):
     """Tags every position.

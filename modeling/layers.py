@@ -12,6 +12,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from modeling import fused_kernels
+from modeling.options import resolve
 
 # The original uses tf.contrib.layers.layer_norm, whose variance epsilon is
 # 1e-12 (Keras' default 1e-3 would change every output noticeably).
@@ -83,69 +84,8 @@ def get_activation(activation_string):
   return activations[act]
 
 
-# The type the model's matmuls compute in (set_matmul_dtype). Everything
-# else (activations, LayerNorm, softmax, dropout, residuals, losses) stays
-# float32.
-_MATMUL_DTYPE = [tf.float32]
-
-
-def set_matmul_dtype(dtype):
-  """Makes every matmul of layers made afterwards compute in dtype.
-
-  With tf.bfloat16, the operands of each matmul (dense layers, attention
-  scores and contexts, output layers, the masked LM's logits) and of its
-  gradients are cast to bfloat16, so that they run on the CPU's bfloat16
-  matrix units (AMX) or a GPU's or TPU's; each product comes back as
-  float32. Weights and everything elementwise stay float32: on CPUs
-  TensorFlow's bfloat16 elementwise kernels run at half the speed of its
-  float32 ones, and LayerNorm and softmax statistics keep float32's
-  accuracy. tf.float32 (the default) is the original's arithmetic,
-  unchanged.
-
-  Args:
-    dtype: tf.float32 or tf.bfloat16.
-  """
-  _MATMUL_DTYPE[0] = tf.as_dtype(dtype)
-
-
-def matmul_dtype():
-  """The dtype set by set_matmul_dtype."""
-  return _MATMUL_DTYPE[0]
-
-
-# Whether layers made afterwards use the fused CPU kernels
-# (set_fused_kernels).
-_FUSED_KERNELS = [False]
-
-
-def set_fused_kernels(enabled):
-  """Makes the layers made afterwards use modeling/fused_kernels.py's CPU
-  kernels, where they are built: each does in one pass over memory what
-  TensorFlow's composite does in several. Dropout layers use the fused
-  dropout, bit-identical to the composite (any precision). Layers made
-  with bfloat16 matmuls also use the fused GELU (with the bias add where
-  a Dense layer's output feeds a matmul) and the fused residual add +
-  LayerNorm (rounding differs by ~1e-6). Layers made with float32 matmuls
-  use, on x86-64, the kernels bit-identical to TensorFlow's graph of the
-  composites: the feed-forward's bias add and GELU, the residual add +
-  LayerNorm, the attention softmax's gradient (where their conditions
-  hold: fused_kernels.composite_*_applies). For
-  training on CPUs only (runner_lib.core.precision.set_policy): never
-  under XLA (which cannot compile a custom op) nor in an exported graph.
-
-  Args:
-    enabled: bool.
-  """
-  _FUSED_KERNELS[0] = bool(enabled)
-
-
-def fused_kernels_enabled():
-  """What set_fused_kernels set."""
-  return _FUSED_KERNELS[0]
-
-
 def matmul(a, b, dtype=tf.float32, **kwargs):
-  """tf.matmul(a, b, **kwargs) computed in dtype (a layer's matmul_dtype());
+  """tf.matmul(a, b, **kwargs) computed in dtype (a layer's matmul_dtype);
   the product has a's dtype. Plain tf.matmul where dtype is float32 or a's
   (under a Keras mixed policy a is already in the compute type)."""
   if dtype in (tf.float32, a.dtype):
@@ -155,10 +95,25 @@ def matmul(a, b, dtype=tf.float32, **kwargs):
 
 
 class Dense(keras.layers.Dense):
-  """Keras' Dense whose matmul computes in the matmul_dtype() of when it was
-  made; Keras' own arithmetic where that is float32."""
+  """Keras' Dense whose matmul computes in its options' matmul_dtype, and
+  whose bias add and GELU may be a fused kernel; Keras' own call where
+  neither applies.
 
-  def __init__(self, *args, output_feeds_matmul=False, **kwargs):
+  Its paths, chosen once when it is made (self.epilogue):
+  - None: Keras' Dense.call (float32 matmuls, or a Keras mixed policy).
+  - bias_activation: the matmul in bfloat16 over the flattened rows, the
+    product cast to float32, the bias added and the activation applied by
+    TensorFlow's ops.
+  - fused_bias_gelu: the matmul (in either type), then the bias add and
+    GELU in one pass (fused_kernels.bias_gelu), bfloat16 out where
+    bfloat16_output, else float32.
+  - fused_bias_add: a bfloat16 matmul whose product only feeds other
+    matmuls, the bias added in one pass, bfloat16 out
+    (fused_kernels.bias_add).
+  """
+
+  def __init__(self, *args, output_feeds_matmul=False, options=None,
+               **kwargs):
     """Creates the layer.
 
     Args:
@@ -166,31 +121,32 @@ class Dense(keras.layers.Dense):
       output_feeds_matmul: bool, whether the output only feeds other
         matmuls (the feed-forward's intermediate layer, the attention's
         query, key and value with its fused softmax). With bfloat16
-        matmuls and the fused kernels, the output is then bfloat16,
-        rounded once where the next matmul would round it, and the bias
-        add (and GELU, or no activation) take the product in bfloat16: no
-        float32 copy either way (fused_kernels.bias_gelu, bias_add).
+        matmuls and a fused kernel for its bias add (and GELU), the output
+        is then bfloat16, rounded once where the next matmul would round
+        it: no float32 copy either way.
+      options: modeling.ComputeOptions, or None for the default.
       **kwargs: passed to keras.layers.Dense.
     """
     super().__init__(*args, **kwargs)
-    self.matmul_dtype = matmul_dtype()
-    self.fused_gelu = (fused_kernels_enabled() and
-                       self.activation in (gelu, gelu_exact) and
-                       self.matmul_dtype != tf.float32)
-    self.bfloat16_output = output_feeds_matmul and (
-        self.fused_gelu or
-        (fused_kernels_enabled() and self.matmul_dtype != tf.float32 and
-         self.activation is keras.activations.linear))
-    # The feed-forward's float32 bias add and GELU in one pass each way,
-    # bit-identical to the composite in a tf.function
-    # (fused_kernels.composite_bias_gelu). Not in other layers: the
-    # masked-LM head's transform is a rank-2 matmul whose bias add and
-    # GELU oneDNN's graph rewrite may fuse.
-    self.composite_gelu = (fused_kernels_enabled() and
-                           self.activation is gelu and self.use_bias and
-                           output_feeds_matmul and
-                           self.matmul_dtype == tf.float32)
-    if self.matmul_dtype not in (tf.float32, self.compute_dtype):
+    options = resolve(options)
+    self.matmul_dtype = options.matmul_dtype
+    keras_matmul = self.matmul_dtype in (tf.float32, self.compute_dtype)
+    bfloat16 = self.matmul_dtype == tf.bfloat16 and not keras_matmul
+    self.bfloat16_output = False
+    if (self.use_bias and self.activation in (gelu, gelu_exact) and
+        options.uses("bias_gelu")):
+      self.epilogue = self.fused_bias_gelu
+      self.bfloat16_output = bfloat16 and output_feeds_matmul
+    elif (bfloat16 and output_feeds_matmul and
+          self.activation is keras.activations.linear and
+          options.uses("bias_add")):
+      self.epilogue = self.fused_bias_add
+      self.bfloat16_output = True
+    elif bfloat16:
+      self.epilogue = self.bias_activation
+    else:
+      self.epilogue = None
+    if bfloat16:
       # Inputs as they come, bfloat16 ones (from a bfloat16_output layer)
       # included: Keras would cast them to float32, a pass for nothing.
       # (Under a Keras mixed policy, matmul_dtype float32, Keras' own
@@ -199,47 +155,39 @@ class Dense(keras.layers.Dense):
 
   def call(self, inputs):
     """[..., in] -> [..., units], float32 (or bfloat16, see __init__)."""
-    if self.matmul_dtype in (tf.float32, self.compute_dtype):
-      if not (self.composite_gelu and inputs.dtype == tf.float32):
-        return super().call(inputs)
-      # Keras' Dense.call: the same ops; the input gradient through the
-      # kernel transposed where oneDNN's kernel for that is the faster
-      # one and the bits are the same (fused_kernels.
-      # matmul_transposed_gradient).
-      rank = inputs.shape.rank
-      if fused_kernels.transposed_gradient_applies(inputs, self.kernel):
-        outputs = fused_kernels.matmul_transposed_gradient(inputs,
-                                                           self.kernel)
-      elif rank == 2 or rank is None:
-        outputs = tf.matmul(a=inputs, b=self.kernel)
-      else:
-        outputs = tf.tensordot(inputs, self.kernel, [[rank - 1], [0]])
-        outputs.set_shape(inputs.shape[:-1].concatenate([self.units]))
-      if fused_kernels.composite_bias_gelu_applies(outputs):
-        return fused_kernels.composite_bias_gelu(outputs, self.bias)
-      return self.activation(tf.nn.bias_add(outputs, self.bias))
-    flat = tf.reshape(inputs, [-1, inputs.shape[-1]])
-    product = tf.matmul(tf.cast(flat, self.matmul_dtype),
-                        tf.cast(self.kernel, self.matmul_dtype))
-    if self.bfloat16_output and fused_kernels.available():
-      if self.fused_gelu:
-        outputs = fused_kernels.bias_gelu(
-            product, self.bias, exact=self.activation is gelu_exact)
-      elif self.use_bias:
-        outputs = fused_kernels.bias_add(product, self.bias)
-      else:
-        outputs = product
-    else:
-      outputs = tf.nn.bias_add(tf.cast(product, tf.float32), self.bias)
-      if self.fused_gelu and fused_kernels.available():
-        outputs = fused_kernels.gelu(
-            outputs, exact=self.activation is gelu_exact)
-      elif self.activation is not None:
-        outputs = self.activation(outputs)
+    if self.epilogue is None:
+      return super().call(inputs)
+    rows = tf.reshape(inputs, [-1, inputs.shape[-1]])
+    outputs = self.epilogue(self.product(rows))
     outputs = tf.reshape(outputs, tf.concat(
         [tf.shape(inputs)[:-1], [self.units]], 0))
     outputs.set_shape(inputs.shape[:-1].concatenate([self.units]))
     return outputs
+
+  def product(self, rows):
+    """[N, in] -> [N, units] in matmul_dtype, without the bias."""
+    return tf.matmul(tf.cast(rows, self.matmul_dtype),
+                     tf.cast(self.kernel, self.matmul_dtype))
+
+  def bias_activation(self, product):
+    """The product in float32, the bias added, the activation applied."""
+    outputs = tf.cast(product, tf.float32)
+    if self.use_bias:
+      outputs = tf.nn.bias_add(outputs, self.bias)
+    return self.activation(outputs)
+
+  def fused_bias_gelu(self, product):
+    """gelu(product + bias) in one pass, bfloat16 where bfloat16_output."""
+    if not self.bfloat16_output:
+      product = tf.cast(product, tf.float32)
+    return fused_kernels.bias_gelu(product, self.bias,
+                                   exact=self.activation is gelu_exact)
+
+  def fused_bias_add(self, product):
+    """product + bias in one pass, bfloat16 (product's type)."""
+    if not self.use_bias:
+      return product
+    return fused_kernels.bias_add(product, self.bias)
 
 
 def create_initializer(initializer_range=0.02):
@@ -258,22 +206,17 @@ class LayerNorm(keras.layers.LayerNormalization):
   Keras turns axis=-1 into a positive axis for the rank of the first
   input, so a layer built on [B, T, H] could not take the [N, H] rows of
   BertModel.skip_padding. The arithmetic is Keras' own (its non-fused
-  path: the original's epsilon is below what the fused one allows), but
-  in layers made with bfloat16 matmuls and the fused kernels switched on
-  (set_fused_kernels), where the add and the normalization are
-  modeling/fused_kernels.py's, one pass each way (rounding differs by
-  ~1e-7); with float32 matmuls, on inputs of known shape, its kernel
-  that rounds as Keras' graph does, bit for bit.
+  path: the original's epsilon is below what the fused one allows), or
+  with the options' "add_layer_norm" kernel the add and the normalization
+  in one pass each way (fused_kernels.add_layer_norm; rounding differs by
+  ~1e-7).
   """
 
-  def __init__(self, *args, **kwargs):
+  def __init__(self, *args, options=None, **kwargs):
+    """Args: as keras.layers.LayerNormalization's; options: a
+    modeling.ComputeOptions, or None for the default."""
     super().__init__(*args, **kwargs)
-    self.fused_kernel = (fused_kernels_enabled() and
-                         matmul_dtype() != tf.float32)
-    # float32: the kernel that rounds as the composite does, where it can
-    # (fused_kernels.add_layer_norm's composite).
-    self.composite_kernel = (fused_kernels_enabled() and
-                             matmul_dtype() == tf.float32)
+    self.fused_kernel = resolve(options).uses("add_layer_norm")
 
   def build(self, input_shape):
     super().build(input_shape)
@@ -290,23 +233,19 @@ class LayerNorm(keras.layers.LayerNormalization):
     Returns:
       float like inputs.
     """
-    if (self.fused_kernel and inputs.dtype == tf.float32 and
-        fused_kernels.available()):
+    if self.fused_kernel and inputs.dtype == tf.float32:
       return fused_kernels.add_layer_norm(inputs, residual, self.gamma,
                                           self.beta, self.epsilon)
-    if (self.composite_kernel and
-        fused_kernels.composite_layer_norm_applies(inputs)):
-      return fused_kernels.add_layer_norm(inputs, residual, self.gamma,
-                                          self.beta, self.epsilon,
-                                          composite=True)
     if residual is not None:
       inputs += residual
     return super().call(inputs)
 
 
-def layer_norm(name="LayerNorm"):
-  """A LayerNorm over the last axis with the original's epsilon."""
-  return LayerNorm(axis=-1, epsilon=LAYER_NORM_EPSILON, name=name)
+def layer_norm(name="LayerNorm", options=None):
+  """A LayerNorm over the last axis with the original's epsilon (options:
+  a modeling.ComputeOptions, or None for the default)."""
+  return LayerNorm(axis=-1, epsilon=LAYER_NORM_EPSILON, name=name,
+                   options=options)
 
 
 class Dropout(keras.layers.Layer):
@@ -317,13 +256,14 @@ class Dropout(keras.layers.Layer):
   Dropout draws from op-level random state that a restart resets).
   """
 
-  def __init__(self, rate, seed, **kwargs):
-    """Args: rate: float in [0, 1), share dropped; seed: int, for the masks."""
+  def __init__(self, rate, seed, options=None, **kwargs):
+    """Args: rate: float in [0, 1), share dropped; seed: int, for the
+    masks; options: a modeling.ComputeOptions, or None for the default."""
     super().__init__(**kwargs)
     self.rate = rate
     self.seed = seed
-    # The fused kernel draws the same masks in one pass (set_fused_kernels).
-    self.fused_kernel = fused_kernels_enabled()
+    # The fused kernel draws the same masks in one pass.
+    self.fused_kernel = resolve(options).uses("dropout")
 
   def build(self, input_shape):
     if self.rate:
@@ -363,8 +303,7 @@ class Dropout(keras.layers.Layer):
     seed = self.mask_seed(training, seed)
     if seed is None:
       return inputs
-    if (self.fused_kernel and inputs.dtype == tf.float32 and
-        fused_kernels.available()):
+    if self.fused_kernel and inputs.dtype == tf.float32:
       return fused_kernels.dropout(
           inputs, self.rate, seed,
           None if real_tokens is None else real_tokens.flat_rows)
@@ -391,7 +330,7 @@ class Embeddings(keras.layers.Layer):
   def __init__(self, vocab_size, hidden_size, type_vocab_size,
                max_position_embeddings, initializer_range, dropout_rate,
                dropout_seed=0, use_one_hot_embeddings=False,
-               name="embeddings", **kwargs):
+               name="embeddings", options=None, **kwargs):
     """Creates the layer.
 
     Args:
@@ -406,6 +345,7 @@ class Embeddings(keras.layers.Layer):
       use_one_hot_embeddings: bool; look words up with a one-hot matmul (fast
         on TPU) instead of a gather. Both give the same numbers.
       name: Keras name.
+      options: a modeling.ComputeOptions, or None for the default.
       **kwargs: passed to keras.layers.Layer.
     """
     super().__init__(name=name, **kwargs)
@@ -415,8 +355,8 @@ class Embeddings(keras.layers.Layer):
     self.max_position_embeddings = max_position_embeddings
     self.initializer_range = initializer_range
     self.use_one_hot_embeddings = use_one_hot_embeddings
-    self.layer_norm = layer_norm()
-    self.dropout = Dropout(dropout_rate, dropout_seed)
+    self.layer_norm = layer_norm(options=options)
+    self.dropout = Dropout(dropout_rate, dropout_seed, options)
 
   def build(self, input_shape):
     self.word_embeddings = self.add_weight(
@@ -512,7 +452,7 @@ class SelfAttention(keras.layers.Layer):
 
   def __init__(self, num_attention_heads, size_per_head, initializer_range,
                attention_probs_dropout_prob, dropout_seed=0, name="self",
-               **kwargs):
+               options=None, **kwargs):
     """Creates the layer.
 
     Args:
@@ -522,30 +462,30 @@ class SelfAttention(keras.layers.Layer):
       attention_probs_dropout_prob: float, dropout on attention probabilities.
       dropout_seed: int, seed of the dropout masks.
       name: Keras name.
+      options: a modeling.ComputeOptions, or None for the default.
       **kwargs: passed to keras.layers.Layer.
     """
     super().__init__(name=name, **kwargs)
+    options = resolve(options)
     self.num_attention_heads = num_attention_heads
     self.size_per_head = size_per_head
-    self.matmul_dtype = matmul_dtype()
-    # Between the two bfloat16 matmuls, scale, mask, softmax and dropout in
-    # one kernel, bfloat16 in and out (fused_kernels.attention_softmax).
-    # The projections then hand the scores' and context's matmuls their
-    # operands in bfloat16, and the context reaches the output's matmul in
-    # bfloat16: the values of the float32 path's casts, without them.
-    self.fused_softmax = (fused_kernels_enabled() and
-                          self.matmul_dtype == tf.bfloat16)
+    self.matmul_dtype = options.matmul_dtype
+    # Between the scores' and the context's matmuls, scale, mask, softmax
+    # and dropout in one kernel (fused_kernels.attention_softmax). With
+    # bfloat16 matmuls the projections then hand the scores' and context's
+    # matmuls their operands in bfloat16, and the context reaches the
+    # output's matmul in bfloat16: the values of the composite's casts,
+    # without them.
+    self.fused_softmax = options.uses("attention_softmax")
     width = num_attention_heads * size_per_head
     self.query, self.key, self.value = [
         Dense(
             width, kernel_initializer=create_initializer(initializer_range),
-            output_feeds_matmul=self.fused_softmax, name=name)
+            output_feeds_matmul=self.fused_softmax, name=name,
+            options=options)
         for name in ("query", "key", "value")]
-    self.dropout = Dropout(attention_probs_dropout_prob, dropout_seed)
-    # float32: the softmax's gradient in one pass, bit-identical to the
-    # composite's (fused_kernels.scaled_softmax).
-    self.composite_softmax_grad = (fused_kernels_enabled() and
-                                   self.matmul_dtype == tf.float32)
+    self.dropout = Dropout(attention_probs_dropout_prob, dropout_seed,
+                           options)
 
   def build(self, input_shape):
     # The fused softmax draws the dropout's seeds without calling it.
@@ -573,7 +513,8 @@ class SelfAttention(keras.layers.Layer):
 
     Returns:
       float [B, T, N * D] (or [N, N * D] when gathered), the per-head
-      contexts, heads concatenated; bfloat16 with the fused softmax.
+      contexts, heads concatenated; bfloat16 with the fused softmax and
+      bfloat16 matmuls.
     """
     def projected(dense):
       output = dense(hidden_states)
@@ -581,34 +522,28 @@ class SelfAttention(keras.layers.Layer):
 
     query, key, value = [projected(dense)
                          for dense in (self.query, self.key, self.value)]
-    # Static where known: the float32 softmax kernel needs the scores'
-    # shape (fused_kernels.scaled_softmax).
     batch_size = query.shape[0] or tf.shape(query)[0]
     seq_length = query.shape[1] or tf.shape(query)[1]
     query, key, value = [self._split_heads(x, batch_size, seq_length)
                          for x in (query, key, value)]
     scale = 1.0 / math.sqrt(float(self.size_per_head))
-    if self.fused_softmax and fused_kernels.available():
+    if self.fused_softmax:
       dtype = self.matmul_dtype
       scores = tf.matmul(tf.cast(query, dtype), tf.cast(key, dtype),
-                         transpose_b=True)  # [B, N, F, T], bfloat16
+                         transpose_b=True)  # [B, N, F, T], matmul_dtype
       probs = fused_kernels.attention_softmax(
           scores, attention_mask, scale, self.dropout.rate,
           self.dropout.mask_seed(training, dropout_seed))
-      # [B, N, F, D], bfloat16: the attention output's matmul operand.
+      # [B, N, F, D], matmul_dtype: the attention output's matmul operand.
       context = tf.matmul(probs, tf.cast(value, dtype))
     else:
       # [B, N, F, T]. Scaled after the product, in the original's order.
       scores = matmul(query, key, self.matmul_dtype, transpose_b=True)
       adder = (1.0 - tf.cast(attention_mask, scores.dtype)) * MASK_ADDER
       adder = adder[:, tf.newaxis, :, :]  # [B, 1, F or 1, T]
-      if (self.composite_softmax_grad and
-          fused_kernels.scaled_softmax_applies(scores)):
-        probs = fused_kernels.scaled_softmax(scores, scale, adder)
-      else:
-        scores *= scale
-        scores += adder
-        probs = tf.nn.softmax(scores)
+      scores *= scale
+      scores += adder
+      probs = tf.nn.softmax(scores)
       probs = self.dropout(probs, training=training, seed=dropout_seed)
       context = matmul(probs, value, self.matmul_dtype)  # [B, N, F, D]
     context = tf.transpose(context, [0, 2, 1, 3])  # [B, F, N, D]
@@ -623,7 +558,7 @@ class TransformerLayer(keras.layers.Layer):
   def __init__(self, hidden_size, num_attention_heads, intermediate_size,
                intermediate_activation, hidden_dropout_prob,
                attention_probs_dropout_prob, initializer_range, name,
-               dropout_seed=0, **kwargs):
+               dropout_seed=0, options=None, **kwargs):
     """Creates the layer.
 
     Args:
@@ -636,25 +571,27 @@ class TransformerLayer(keras.layers.Layer):
       initializer_range: float, stddev of the truncated-normal initializer.
       name: Keras name, "layer_N".
       dropout_seed: int; the two dropouts use this seed and the next.
+      options: a modeling.ComputeOptions, or None for the default.
       **kwargs: passed to keras.layers.Layer.
     """
     super().__init__(name=name, **kwargs)
     self.attention = SelfAttention(
         num_attention_heads, hidden_size // num_attention_heads,
-        initializer_range, attention_probs_dropout_prob, dropout_seed)
+        initializer_range, attention_probs_dropout_prob, dropout_seed,
+        options=options)
     self.attention_output = Dense(
         hidden_size, kernel_initializer=create_initializer(initializer_range),
-        name="attention_output")
-    self.attention_layer_norm = layer_norm("attention_LayerNorm")
+        name="attention_output", options=options)
+    self.attention_layer_norm = layer_norm("attention_LayerNorm", options)
     self.intermediate = Dense(
         intermediate_size, activation=intermediate_activation,
         kernel_initializer=create_initializer(initializer_range),
-        name="intermediate", output_feeds_matmul=True)
+        name="intermediate", output_feeds_matmul=True, options=options)
     self.output_dense = Dense(
         hidden_size, kernel_initializer=create_initializer(initializer_range),
-        name="output")
-    self.output_layer_norm = layer_norm("output_LayerNorm")
-    self.dropout = Dropout(hidden_dropout_prob, dropout_seed + 1)
+        name="output", options=options)
+    self.output_layer_norm = layer_norm("output_LayerNorm", options)
+    self.dropout = Dropout(hidden_dropout_prob, dropout_seed + 1, options)
 
   def call(self, hidden_states, attention_mask, training=None, real_tokens=None,
            recompute=False):
@@ -708,19 +645,22 @@ class TransformerLayer(keras.layers.Layer):
 class Pooler(keras.layers.Layer):
   """Scope bert/pooler: dense + tanh on the first ([CLS]) token."""
 
-  def __init__(self, hidden_size, initializer_range, name="pooler", **kwargs):
+  def __init__(self, hidden_size, initializer_range, name="pooler",
+               options=None, **kwargs):
     """Creates the layer.
 
     Args:
       hidden_size: int H.
       initializer_range: float, stddev of the truncated-normal initializer.
       name: Keras name.
+      options: a modeling.ComputeOptions, or None for the default.
       **kwargs: passed to keras.layers.Layer.
     """
     super().__init__(name=name, **kwargs)
     self.dense = Dense(
         hidden_size, activation=tf.tanh,
-        kernel_initializer=create_initializer(initializer_range), name="dense")
+        kernel_initializer=create_initializer(initializer_range), name="dense",
+        options=options)
 
   def call(self, sequence_output):
     """Pools [B, T, H] to [B, H] from position 0."""

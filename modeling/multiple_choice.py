@@ -25,12 +25,14 @@ class BertMultipleChoice(task_model.BertTaskModel):
       use_one_hot_embeddings: bool, passed to BertModel.
       seed: int or None, passed to BertModel.
       name: Keras name.
-      **kwargs: passed to keras.Model.
+      **kwargs: passed to BertTaskModel (options, a
+        modeling.ComputeOptions) and keras.Model.
     """
     super().__init__(config, use_one_hot_embeddings, seed, name, **kwargs)
     self.num_choices = num_choices
     self.choice_scores = heads.MultipleChoiceHead(config.hidden_size,
-                                                  seed=self.bert.head_seed)
+                                                  seed=self.bert.head_seed,
+                                                  options=self.bert.options)
     self.build_weights((1, num_choices, 1))
 
   def call(self, inputs, training=None):

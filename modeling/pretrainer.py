@@ -12,7 +12,7 @@ class BertPretrainer(keras.Model):
 
   def __init__(self, config, use_one_hot_embeddings=False, seed=None,
                causal_attention=False, next_sentence=True, name="pretrainer",
-               **kwargs):
+               options=None, **kwargs):
     """Creates the model and all its weights.
 
     Args:
@@ -22,19 +22,23 @@ class BertPretrainer(keras.Model):
       causal_attention: bool, passed to BertModel.
       next_sentence: bool, whether to have the next-sentence head.
       name: Keras name.
+      options: a modeling.ComputeOptions or None, passed to BertModel and
+        the heads.
       **kwargs: passed to keras.Model.
     """
     super().__init__(name=name, **kwargs)
     self.config = config
     self.bert = bert_model.BertModel(config, use_one_hot_embeddings, seed,
-                                     causal_attention)
+                                     causal_attention, options=options)
     self.masked_lm = heads.MaskedLMHead(self.bert.embedding_table,
                                         config.hidden_act,
-                                        config.initializer_range)
+                                        config.initializer_range,
+                                        options=self.bert.options)
     self.next_sentence = None
     if next_sentence:
-      self.next_sentence = heads.NextSentenceHead(config.hidden_size,
-                                                  config.initializer_range)
+      self.next_sentence = heads.NextSentenceHead(
+          config.hidden_size, config.initializer_range,
+          options=self.bert.options)
     self.call({"input_ids": tf.zeros([1, 1], tf.int32),
                "masked_lm_positions": tf.zeros([1, 1], tf.int32)},
               training=False)

@@ -17,10 +17,12 @@ class BertSquadModel(task_model.BertTaskModel):
       use_one_hot_embeddings: bool, passed to BertModel.
       seed: int or None, passed to BertModel.
       name: Keras name.
-      **kwargs: passed to keras.Model.
+      **kwargs: passed to BertTaskModel (options, a
+        modeling.ComputeOptions) and keras.Model.
     """
     super().__init__(config, use_one_hot_embeddings, seed, name, **kwargs)
-    self.squad = heads.SquadHead(config.hidden_size)
+    self.squad = heads.SquadHead(config.hidden_size,
+                                 options=self.bert.options)
     self.build_weights()
 
   def call(self, inputs, training=None):

@@ -11,7 +11,7 @@ class BertTaskModel(keras.Model):
   """A BertModel plus the heads a subclass adds after __init__."""
 
   def __init__(self, config, use_one_hot_embeddings=False, seed=None,
-               name=None, **kwargs):
+               name=None, options=None, **kwargs):
     """Creates the BertModel (its weights first, as the original's graph).
 
     Args:
@@ -19,11 +19,14 @@ class BertTaskModel(keras.Model):
       use_one_hot_embeddings: bool, passed to BertModel.
       seed: int or None, passed to BertModel.
       name: Keras name.
+      options: a modeling.ComputeOptions or None, passed to BertModel; the
+        heads take BertModel's (self.bert.options).
       **kwargs: passed to keras.Model.
     """
     super().__init__(name=name, **kwargs)
     self.config = config
-    self.bert = bert_model.BertModel(config, use_one_hot_embeddings, seed)
+    self.bert = bert_model.BertModel(config, use_one_hot_embeddings, seed,
+                                     options=options)
 
   def build_weights(self, input_shape=(1, 1)):
     """Runs the model once on zero ids so every weight exists before a

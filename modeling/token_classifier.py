@@ -23,11 +23,13 @@ class BertTokenClassifier(task_model.BertTaskModel):
       use_one_hot_embeddings: bool, passed to BertModel.
       seed: int or None, passed to BertModel.
       name: Keras name.
-      **kwargs: passed to keras.Model.
+      **kwargs: passed to BertTaskModel (options, a
+        modeling.ComputeOptions) and keras.Model.
     """
     super().__init__(config, use_one_hot_embeddings, seed, name, **kwargs)
     self.tagger = heads.TokenClassifierHead(num_labels, config.hidden_size,
-                                            seed=self.bert.head_seed)
+                                            seed=self.bert.head_seed,
+                                            options=self.bert.options)
     self.build_weights()
 
   def call(self, inputs, training=None):
@@ -90,7 +92,8 @@ class BertFeatureTagger(task_model.BertTaskModel):
       use_one_hot_embeddings: bool, passed to BertModel.
       seed: int or None, passed to BertModel.
       name: Keras name.
-      **kwargs: passed to keras.Model.
+      **kwargs: passed to BertTaskModel (options, a
+        modeling.ComputeOptions) and keras.Model.
 
     Raises:
       ValueError: see resolve_layers.
@@ -101,7 +104,7 @@ class BertFeatureTagger(task_model.BertTaskModel):
     self.bert.trainable = False
     self.tagger = heads.FeatureTaggerHead(
         num_labels, len(self.layer_indexes), lstm_units, weighted_sum,
-        seed=self.bert.head_seed)
+        seed=self.bert.head_seed, options=self.bert.options)
     self.build_weights()
 
   def call(self, inputs, training=None):

@@ -1,7 +1,9 @@
 """modeling/fused_kernels.py: the fused CPU kernels of training against
-their references (the GELU against the original's formula in float64, the
-dropout bit for bit against tf.nn.experimental.stateless_dropout and
-float32 training without it), where they are used and where not, and what
+their references (each against its formula in float64 with a stated
+tolerance; the dropout's masks bit for bit against
+tf.nn.experimental.stateless_dropout; the optimizer's update bit for bit
+against the original's float32 ops), training with them against training
+without them, which layers use them (modeling.ComputeOptions), and what
 happens without them."""
 
 import math
@@ -13,8 +15,10 @@ import pytest
 import tensorflow as tf
 import tf_keras as keras
 
+import modeling
 from modeling import fused_kernels
 from modeling import layers
+from modeling import options as options_lib
 from runner_lib.classifier import task as classifier_task
 from runner_lib.core import optimization
 from runner_lib.core import precision
@@ -36,11 +40,7 @@ def kernels():
   return fused_kernels.ops()
 
 
-@pytest.fixture
-def reset_layers():
-  yield
-  layers.set_matmul_dtype(tf.float32)
-  layers.set_fused_kernels(False)
+ALL = frozenset(options_lib.KERNELS)
 
 
 def gelu_float64(x, exact=False):
@@ -55,35 +55,55 @@ def gelu_float64(x, exact=False):
       1.0 + 3.0 * 0.044715 * x * x)
 
 
+def bias_gelu_and_gradients(x, bias, dy, exact):
+  """fused_kernels.bias_gelu(x, bias) and its gradients for dy, and the
+  composite's (modeling.layers' GELU of tf.nn.bias_add), in float32:
+  ((y, dx, dbias) fused, (y, dx, dbias) composite) as float64 NumPy."""
+  tensors = [tf.constant(v, tf.float32) for v in (x, bias)]
+  gelu = layers.gelu_exact if exact else layers.gelu
+  with tf.GradientTape(persistent=True) as tape:
+    tape.watch(tensors)
+    fused = fused_kernels.bias_gelu(*tensors, exact)
+    composite = gelu(tf.nn.bias_add(*tensors))
+  upstream = tf.constant(dy, tf.float32)
+  return [[t.numpy().astype(np.float64)
+           for t in [y] + tape.gradient(y, tensors, upstream)]
+          for y in (fused, composite)]
+
+
 @pytest.mark.parametrize("exact", [False, True], ids=["tanh", "erf"])
-def test_values_and_gradient_are_the_gelus(kernels, exact):
+def test_float32_bias_gelu_against_float64(kernels, exact):
+  """gelu(x + bias) in float32 over [-30, 30] and random rows: values
+  within 2e-6 and slopes within 2e-5 (plus 1e-5 and 1e-4 relative) of the
+  formula in float64, as close as TensorFlow's float32 composite is; the
+  tails exactly 0 and x; the bias gradient the rows' sum."""
   del kernels
   x = np.concatenate([np.linspace(-30.0, 30.0, 60001),
-                      np.random.RandomState(0).randn(10000) * 3.0])
-  upstream = np.random.RandomState(1).randn(x.size)
-  want, slope = gelu_float64(x, exact)
-  tensor = tf.constant(x, tf.float32)
-  with tf.GradientTape(persistent=True) as tape:
-    tape.watch(tensor)
-    fused = fused_kernels.gelu(tensor, exact)
-    composite = (layers.gelu_exact if exact else layers.gelu)(tensor)
-  got_grad = tape.gradient(fused, tensor, upstream.astype(np.float32))
-  composite_grad = tape.gradient(composite, tensor,
-                                 upstream.astype(np.float32))
-  # As close to the float64 truth as TensorFlow's float32 composite is.
-  fused_error = np.abs(fused.numpy() - want)
-  composite_error = np.abs(composite.numpy() - want)
+                      np.random.RandomState(0).randn(10000) * 3.0])[:, None]
+  dy = np.random.RandomState(1).randn(*x.shape)
+  (y, dx, dbias), (ref_y, ref_dx, _) = bias_gelu_and_gradients(
+      x, np.zeros(1), dy, exact)
+  want, slope = gelu_float64(np.float32(x).astype(np.float64), exact)
+  fused_error, composite_error = np.abs(y - want), np.abs(ref_y - want)
   assert fused_error.max() <= 2 * composite_error.max() + 1e-6
-  np.testing.assert_allclose(fused.numpy(), want, rtol=1e-5, atol=2e-6)
-  np.testing.assert_allclose(got_grad.numpy(), upstream * slope, rtol=1e-4,
-                             atol=2e-5)
-  np.testing.assert_allclose(got_grad.numpy(), composite_grad.numpy(),
-                             rtol=1e-4, atol=2e-5)
-  # Shapes of any rank, and the tails are exact: 0 and x.
-  assert fused_kernels.gelu(tf.zeros([2, 3, 4]), exact).shape == [2, 3, 4]
-  np.testing.assert_array_equal(
-      fused_kernels.gelu(tf.constant([-30.0, 0.0, 30.0]), exact).numpy(),
-      [0.0, 0.0, 30.0])
+  np.testing.assert_allclose(y, want, rtol=1e-5, atol=2e-6)
+  np.testing.assert_allclose(dx, dy * slope, rtol=1e-4, atol=2e-5)
+  np.testing.assert_allclose(dx, ref_dx, rtol=1e-4, atol=2e-5)
+  np.testing.assert_allclose(dbias, [np.sum(dy * slope)], rtol=1e-5)
+  np.testing.assert_array_equal(y[[0, 30000, 60000], 0], [0.0, 0.0, 30.0])
+  # Rows of 37 with a bias: the sum in float32, each bias's column summed.
+  rng = np.random.RandomState(2)
+  x, bias, dy = rng.randn(300, 37) * 3.0, rng.randn(37), rng.randn(300, 37)
+  (y, dx, dbias), _ = bias_gelu_and_gradients(x, bias, dy, exact)
+  v = np.float32(x).astype(np.float64) + np.float32(bias)
+  want, slope = gelu_float64(v, exact)
+  np.testing.assert_allclose(y, want, rtol=1e-5, atol=2e-6)
+  np.testing.assert_allclose(dx, dy * slope, rtol=1e-4, atol=2e-5)
+  np.testing.assert_allclose(dbias, (dy * slope).sum(0), rtol=1e-5,
+                             atol=1e-4)
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match=r"bias must be \[width\]"):
+    fused_kernels.bias_gelu(tf.zeros([3, 4]), tf.zeros([3]))
 
 
 def test_bias_add_between_bfloat16_matmuls(kernels):
@@ -222,156 +242,6 @@ def bits(tensor):
   return np.asarray(tensor).view(np.uint32)
 
 
-@pytest.fixture
-def composite_kernels(kernels):
-  if not fused_kernels.composite_kernels_available():
-    pytest.skip("the float32 kernels exist on x86-64 only")
-  return kernels
-
-
-def value_and_gradients(fn, inputs, upstream, scope="model"):
-  """fn(*inputs) in name scope scope and its gradients for upstream, in a
-  tf.function (where grappler rewrites the composites), as NumPy bits."""
-
-  @tf.function
-  def run(*inputs):
-    with tf.GradientTape() as tape:
-      tape.watch(inputs)
-      with tf.name_scope(scope):
-        y = fn(*inputs)
-    grads = tape.gradient(y, list(inputs) + fn_weights, upstream)
-    return [y] + [tf.zeros([0]) if g is None else g for g in grads]
-
-  fn_weights = getattr(fn, "weights", [])
-  return [bits(v) for v in run(*inputs)]
-
-
-@pytest.mark.parametrize("shape,units", [
-    ((8, 128, 768), 3072), ((3, 11, 32), 800), ((10, 100, 32), 40),
-    ((100, 100, 8), 4), ((3, 11, 32), 37)])
-@pytest.mark.parametrize("scope", ["classifier_model", "pretrainer"])
-def test_float32_feed_forward_gelu_kernel_is_the_composite_bit_for_bit(
-    composite_kernels, reset_layers, shape, units, scope):
-  """The feed-forward's Dense layer (matmul, bias add, GELU) without the
-  kernels in a tf.function is the reference, the context the kernel
-  repeats grappler's rewrites of (products of tensors of known shape
-  above 100 KiB; below, as 33 x 37, the composite runs), in a model scope
-  whose names sort before the gradient's and one after: the output and
-  the gradients of the input, kernel and bias (BiasAddGrad's sums, in
-  row order) bit-equal; products past tanh's clamp included."""
-  del composite_kernels, reset_layers
-  rng = np.random.RandomState(11)
-  x = tf.constant(rng.randn(*shape).astype(np.float32))
-  upstream = tf.constant(rng.randn(*shape[:-1], units).astype(np.float32))
-  weights = [rng.randn(shape[-1], units).astype(np.float32) * 3.0 /
-             np.sqrt(shape[-1]), rng.randn(units).astype(np.float32)]
-  results, kernel_used = [], []
-  for fused in (False, True):
-    layers.set_fused_kernels(fused)
-    dense = layers.Dense(units, activation=layers.gelu,
-                         output_feeds_matmul=True, name="intermediate")
-    dense.build([None, shape[-1]])
-    dense.set_weights(weights)
-    apply = lambda x, dense=dense: dense(x)
-    apply.weights = dense.trainable_weights
-    results.append(value_and_gradients(apply, [x], upstream, scope))
-    kernel_used.append("CompositeBiasGelu" in graph_op_types(dense, x))
-  big = np.prod(shape[:-1]) * units * 4 > 100 * 1024
-  assert kernel_used == [False, big]
-  assert np.abs(results[0][0].view(np.float32)).max() > 8.0  # clamped
-  assert len(results[1]) == 4
-  for got, want in zip(results[1], results[0]):
-    np.testing.assert_array_equal(got, want)
-
-
-@pytest.mark.parametrize("shape", [(8, 12, 128, 128), (3, 2, 7, 37),
-                                   (2, 4, 16, 16)])
-@pytest.mark.parametrize("scope", ["classifier_model", "pretrainer"])
-def test_float32_scaled_softmax_gradient_is_the_composite_bit_for_bit(
-    composite_kernels, shape, scope):
-  """The attention's softmax(product * scale + adder) in a tf.function is
-  the reference, in a model scope whose names sort before the gradient's
-  and one after (a scale not a power of two, as MiniLM's 1 / sqrt(32),
-  where it pairs with the probabilities or with the difference as
-  grappler orders them): the probabilities and the product's gradient
-  bit-equal."""
-  del composite_kernels
-  rng = np.random.RandomState(13)
-  product = tf.constant((rng.randn(*shape) * 8.0).astype(np.float32))
-  adder = tf.constant(np.where(rng.rand(shape[0], 1, 1, shape[3]) < 0.2,
-                               -10000.0, 0.0).astype(np.float32))
-  upstream = tf.constant(rng.randn(*shape).astype(np.float32))
-  scale = 1.0 / math.sqrt(32.0)
-
-  def composite(product):
-    scores = product * scale
-    scores += adder
-    return tf.nn.softmax(scores)
-
-  want = value_and_gradients(composite, [product], upstream, scope)
-  got = value_and_gradients(
-      lambda p: fused_kernels.scaled_softmax(p, scale, adder), [product],
-      upstream, scope)
-  for got_bits, want_bits in zip(got, want):
-    np.testing.assert_array_equal(got_bits, want_bits)
-
-
-@pytest.mark.parametrize("shape,residual", [
-    ((8, 128, 768), True), ((8, 128, 768), False), ((40, 37), True),
-    ((7, 384), True), ((1023, 64), False), ((15, 16), True)])
-@pytest.mark.parametrize("scope", ["classifier_model", "pretrainer"])
-def test_float32_layer_norm_kernel_is_the_composite_bit_for_bit(
-    composite_kernels, reset_layers, shape, residual, scope):
-  """Keras' LayerNormalization after the residual add in a tf.function is
-  the reference: the output and the gradients of x, the residual, gamma
-  and beta bit-equal, for widths with a scalar tail (37), rows with one
-  (1023, 7) and fewer than 16 rows (whose column sums run in order), in
-  model scopes on both sides of the gradient's names."""
-  del composite_kernels, reset_layers
-  rng = np.random.RandomState(12)
-  x, res, upstream = [tf.constant((rng.randn(*shape) * 2.0 + 0.5).astype(
-      np.float32)) for _ in range(3)]
-  gamma, beta = rng.randn(2, shape[-1]).astype(np.float32)
-  results, op_types = [], []
-  for composite in (False, True):
-    layers.set_fused_kernels(composite)
-    norm = layers.layer_norm()
-    norm.build([None, shape[-1]])
-    norm.set_weights([gamma, beta])
-    apply = lambda x, r, norm=norm: norm(x, r if residual else None)
-    apply.weights = norm.weights
-    results.append(value_and_gradients(apply, [x, res], upstream, scope))
-    op_types.append(graph_op_types(lambda t, apply=apply: apply(t, res), x))
-  assert "CompositeAddLayerNorm" not in op_types[0]
-  assert "CompositeAddLayerNorm" in op_types[1]
-  for got, want in zip(results[1], results[0]):
-    np.testing.assert_array_equal(got, want)
-
-
-def test_float32_layer_norm_kernel_waits_for_a_known_shape(
-    composite_kernels, reset_layers):
-  """Of unknown rows grappler divides the gradient by W instead of
-  multiplying by 1/W: the composite runs there, and eagerly (no grappler
-  at all)."""
-  del composite_kernels, reset_layers
-  layers.set_fused_kernels(True)
-  norm = layers.layer_norm()
-  norm.build([None, 8])
-  known = tf.function(norm).get_concrete_function(tf.TensorSpec([4, 8]))
-  unknown = tf.function(norm).get_concrete_function(
-      tf.TensorSpec([None, 8]))
-  assert "CompositeAddLayerNorm" in {op.type for op in
-                                     known.graph.get_operations()}
-  assert "CompositeAddLayerNorm" not in {op.type for op in
-                                         unknown.graph.get_operations()}
-  x = tf.constant(np.random.RandomState(3).randn(4, 8), tf.float32)
-  layers.set_fused_kernels(False)
-  plain = layers.layer_norm()
-  plain.build([None, 8])
-  plain.set_weights(norm.get_weights())
-  np.testing.assert_array_equal(bits(norm(x)), bits(plain(x)))
-
-
 @pytest.mark.parametrize("shape", [(13,), (3, 5, 7), (2, 1031), (4, 3, 17, 17)])
 @pytest.mark.parametrize("rate,seed", [(0.1, [7, 123456789012]),
                                        (0.5, [-3, 2 ** 62 + 5])])
@@ -433,8 +303,8 @@ def test_dropout_of_gathered_rows_drops_them_as_the_whole_tensor(
 
 def softmax_float64(scores, mask, scale, rate, seed, dy):
   """The attention probabilities after dropout, and d(scores) for the
-  upstream dy, in float64 NumPy from bfloat16 scores [B, N, F, T] and a
-  mask [B, 1 or F, T]; the keep mask from stateless_uniform, as
+  upstream dy, in float64 NumPy from scores [B, N, F, T] and a mask
+  [B, 1 or F, T]; the keep mask from stateless_uniform, as
   stateless_dropout draws it."""
   s = (scores * np.float32(scale) + (1.0 - mask[:, None]) * -10000.0)
   e = np.exp(s - s.max(-1, keepdims=True))
@@ -449,20 +319,21 @@ def softmax_float64(scores, mask, scale, rate, seed, dy):
   return p * kept, ds
 
 
+@pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16],
+                         ids=["float32", "bfloat16"])
 @pytest.mark.parametrize("mask_rows", [1, 7])
 @pytest.mark.parametrize("rate", [0.0, 0.1])
-def test_attention_softmax_against_float64(kernels, mask_rows, rate):
-  """Scale, mask, softmax and stateless_dropout's masks from bfloat16
-  scores to bfloat16 probabilities, and the gradient back, against the
+def test_attention_softmax_against_float64(kernels, dtype, mask_rows, rate):
+  """Scale, mask, softmax and stateless_dropout's masks from scores to
+  probabilities, and the gradient back, of the scores' type, against the
   formulas in float64 (T = 7: rows not a multiple of Philox's 4)."""
   del kernels
   rng = np.random.RandomState(12)
   shape = (2, 3, 7, 7)
-  scores = tf.cast(tf.constant(rng.randn(*shape) * 8.0, tf.float32),
-                   tf.bfloat16)
+  scores = tf.cast(tf.constant(rng.randn(*shape) * 8.0, tf.float32), dtype)
   mask = (rng.rand(2, mask_rows, 7) > 0.3).astype(np.float32)
   mask[:, :, 0] = 1.0
-  dy = tf.cast(tf.constant(rng.randn(*shape), tf.float32), tf.bfloat16)
+  dy = tf.cast(tf.constant(rng.randn(*shape), tf.float32), dtype)
   seed = tf.constant([3, 2 ** 40 + 9], tf.int64)
   scale = 1.0 / math.sqrt(64.0)
   want, want_grad = softmax_float64(
@@ -473,12 +344,13 @@ def test_attention_softmax_against_float64(kernels, mask_rows, rate):
     got = fused_kernels.attention_softmax(scores, tf.constant(mask), scale,
                                           rate, seed if rate else None)
   grad = tape.gradient(got, scores, dy)
-  assert got.dtype == grad.dtype == tf.bfloat16
+  assert got.dtype == grad.dtype == dtype
+  # Rounded once to the type (bfloat16: 8 bits, half a step 2^-9; float32:
+  # 24), plus float32's arithmetic: ~1e-6 of the row's largest.
+  relative = 2.0 ** -8 if dtype == tf.bfloat16 else 1e-6
   for value, truth in ((got, want), (grad, want_grad)):
     value = tf.cast(value, tf.float64).numpy()
-    # Rounded to bfloat16 once (8 bits): within half a bfloat16 step of
-    # the truth, plus float32's error; zeros exactly where dropped.
-    tolerance = 2.0 ** -8 * np.abs(truth) + 1e-6 * np.abs(truth).max()
+    tolerance = relative * np.abs(truth) + 1e-6 * np.abs(truth).max()
     assert np.all(np.abs(value - truth) <= tolerance)
   np.testing.assert_array_equal(got.numpy() == 0, want == 0)
   if rate:
@@ -492,77 +364,24 @@ def test_attention_softmax_against_float64(kernels, mask_rows, rate):
                                     scale)
 
 
-@pytest.mark.parametrize("shape", [(37, 70), (1, 5), (0, 3), (64, 32),
-                                   (65, 71), (100, 1)])
-def test_transpose_matrix_is_the_transpose(kernels, shape):
-  del kernels
-  x = np.random.RandomState(12).randn(*shape).astype(np.float32)
-  np.testing.assert_array_equal(
-      fused_kernels.ops().transpose_matrix(tf.constant(x)).numpy(), x.T)
-  with pytest.raises(tf.errors.InvalidArgumentError,
-                     match=r"x must be a matrix, not \[2,3,4\]"):
-    fused_kernels.ops().transpose_matrix(tf.zeros([2, 3, 4]))
-
-
-# Widening shapes [M, K] x [K, N]: the feed-forward's of BERT-Base at 8 x
-# 128 tokens, few tokens, and tiny ones.
-@pytest.mark.parametrize("m,k,n", [(1024, 768, 3072), (8, 768, 3072),
-                                   (33, 16, 800), (128, 1024, 4096)])
-def test_transposed_gradient_is_used_only_with_matmuls_bits(kernels, m, k,
-                                                             n):
-  """matmul_transposed_gradient's input gradient has MatMul's own bits
-  wherever transposed_gradient_applies says so, and where it says not,
-  the two differ (on other matrices than those it tried): its verdict
-  holds both ways. Forward and kernel gradient are MatMul's always."""
-  del kernels
-  rng = np.random.RandomState(m + k + n)
-  x = tf.constant(rng.randn(m, k).astype(np.float32))
-  kernel = tf.constant(rng.randn(k, n).astype(np.float32))
-  dy = tf.constant(rng.randn(m, n).astype(np.float32))
-
-  @tf.function
-  def both(x, kernel):
-    with tf.GradientTape(persistent=True) as tape:
-      tape.watch([x, kernel])
-      want = tf.matmul(x, kernel)
-      got = fused_kernels.matmul_transposed_gradient(x, kernel)
-    return (want, got, tape.gradient(want, [x, kernel], dy),
-            tape.gradient(got, [x, kernel], dy))
-
-  want, got, want_grads, got_grads = both(x, kernel)
-  np.testing.assert_array_equal(bits(got), bits(want))
-  np.testing.assert_array_equal(bits(got_grads[1]), bits(want_grads[1]))
-  applies = tf.function(
-      lambda x: fused_kernels.transposed_gradient_applies(x, kernel))(x)
-  same = np.array_equal(bits(got_grads[0]), bits(want_grads[0]))
-  assert same == applies
-  if applies:
-    assert np.abs(got_grads[0].numpy()).max() > 1.0  # (Not of zeros.)
-  # Narrowing layers never (their input gradient sums over the narrow N).
-  assert not tf.function(lambda x: fused_kernels.transposed_gradient_applies(
-      tf.zeros([m, n]), tf.transpose(kernel)))(x)
-
-
-def three_steps(fused, matmul_dtype, skip_padding, intermediate_size=37):
-  """Three AdamW steps of a tiny classifier with dropout 0.1 built with the
-  fused kernels switched on or off (the same initial weights and dropout
+def three_steps(kernels, matmul_dtype, skip_padding):
+  """Three AdamW steps of a tiny classifier with dropout 0.1 built with
+  the fused kernels named or none (the same initial weights and dropout
   seeds either way).
 
   Returns:
     (losses, weights before, weights after, the step's op types).
   """
   config = tiny_config(hidden_dropout_prob=0.1,
-                       attention_probs_dropout_prob=0.1,
-                       intermediate_size=intermediate_size)
+                       attention_probs_dropout_prob=0.1)
   batch = padded_pair_batch(config)
   batch["label_ids"] = tf.constant([0, 1, 0])
   task = classifier_task.ClassificationTask(config, 11, ["0", "1"])
-  layers.set_matmul_dtype(matmul_dtype)
-  layers.set_fused_kernels(fused)
   keras.utils.set_random_seed(8)
-  trainer = training.Trainer(tf.distribute.get_strategy(),
-                             task.model_builder(skip_padding), task.loss,
-                             tempfile.mkdtemp(), 1e-2, 10, 1)
+  trainer = training.Trainer(
+      tf.distribute.get_strategy(),
+      task.model_builder(skip_padding, options=modeling.ComputeOptions(
+          matmul_dtype, kernels)), task.loss, tempfile.mkdtemp(), 1e-2, 10, 1)
   start = [w.numpy() for w in trainer.model.weights]
   step = tf.function(lambda: trainer.train_step(batch))
   losses = [float(step()) for _ in range(3)]
@@ -573,61 +392,46 @@ def three_steps(fused, matmul_dtype, skip_padding, intermediate_size=37):
   return losses, start, [w.numpy() for w in trainer.model.weights], ops
 
 
-@pytest.mark.parametrize("skip_padding,intermediate_size",
-                         [(False, 37), (True, 37), (False, 800)])
-def test_float32_training_with_them_is_bit_identical(
-    kernels, reset_layers, skip_padding, intermediate_size):
-  """float32 training with and without the fused kernels (the dropout, the
-  feed-forward's bias add and GELU above 100 KiB (33 tokens x 800), the
-  LayerNorms and the attention softmax's gradient where shapes are known,
-  and the optimizer's update are the ones float32 uses): every loss and
-  weight bit-equal."""
-  del kernels, reset_layers
-  losses, _, weights, ops = three_steps(False, tf.float32, skip_padding,
-                                        intermediate_size)
-  fused_losses, _, fused_weights, fused_ops = three_steps(
-      True, tf.float32, skip_padding, intermediate_size)
-  used = {"FusedDropout", "FusedAdamWeightDecay"}
-  if fused_kernels.composite_kernels_available():
-    used.add("CompositeAddLayerNorm")  # (the embeddings' at least)
-    if not skip_padding:
-      used.add("CompositeSoftmaxGrad")
-    if intermediate_size == 800:
-      used.add("CompositeBiasGelu")
-  assert not ops & used
-  assert used <= fused_ops
-  assert intermediate_size == 800 or "CompositeBiasGelu" not in fused_ops
-  assert not fused_ops & {"FusedGelu", "FusedBiasGelu", "FusedAddLayerNorm",
-                          "FusedAttentionSoftmax"}
-  assert losses == fused_losses
-  assert len(weights) == len(fused_weights) > 10
-  for weight, fused_weight in zip(weights, fused_weights):
-    np.testing.assert_array_equal(bits(fused_weight), bits(weight))
+# What training with the kernels may differ by from training without
+# them, three steps on: float32 rounds each kernel's sums otherwise (a few
+# 1e-7 relative, carried through Adam's normalised steps); bfloat16 also
+# rounds the fused bias add's and GELU's outputs once instead of twice.
+TOLERANCE = {tf.float32: dict(loss=1e-5, rtol=1e-4, atol=1e-6),
+             tf.bfloat16: dict(loss=1e-3, rtol=1e-2, atol=1e-4)}
 
 
+@pytest.mark.parametrize("matmul_dtype", [tf.float32, tf.bfloat16],
+                         ids=["float32", "bfloat16"])
 @pytest.mark.parametrize("skip_padding", [False, True])
-def test_bfloat16_training_with_them_follows_it_without(kernels, reset_layers,
-                                                        skip_padding):
-  """Three steps of bfloat16 training (fused GELU with the bias, residual +
-  LayerNorm, dropout, update) against the same steps through TensorFlow's
-  composites: the same losses and weights up to rounding, and every
-  weight moved by the step (gradients reach the fused ops' variables)."""
-  del kernels, reset_layers
-  losses, start, weights, _ = three_steps(False, tf.bfloat16, skip_padding)
-  fused_losses, fused_start, fused_weights, ops = three_steps(
-      True, tf.bfloat16, skip_padding)
-  assert {"FusedBiasGelu", "FusedBiasAdd", "FusedBiasAddGrad",
-          "FusedAddLayerNorm", "FusedDropout", "FusedDropoutGrad",
+def test_training_with_them_follows_it_without(kernels, matmul_dtype,
+                                               skip_padding):
+  """Three steps with every fused kernel against the same steps through
+  TensorFlow's own ops: each kernel in the step, none without; the same
+  losses and weights within TOLERANCE, and every weight moved by the step
+  (gradients reach the fused ops' variables)."""
+  del kernels
+  losses, start, weights, ops = three_steps((), matmul_dtype, skip_padding)
+  fused_losses, fused_start, fused_weights, fused_ops = three_steps(
+      ALL, matmul_dtype, skip_padding)
+  used = {"FusedBiasGelu", "FusedBiasGeluGrad", "FusedAddLayerNorm",
+          "FusedAddLayerNormGrad", "FusedDropout", "FusedDropoutGrad",
           "FusedAttentionSoftmax", "FusedAttentionSoftmaxGrad",
-          "FusedAdamWeightDecay"} <= ops
-  np.testing.assert_allclose(fused_losses, losses, rtol=1e-3)
+          "FusedAdamWeightDecay"}
+  if matmul_dtype == tf.bfloat16:
+    used |= {"FusedBiasAdd", "FusedBiasAddGrad"}
+  assert used <= fused_ops
+  assert not {op for op in ops if op.startswith("Fused")}
+  tolerance = TOLERANCE[matmul_dtype]
+  np.testing.assert_allclose(fused_losses, losses, rtol=tolerance["loss"])
+  assert len(weights) == len(fused_weights) > 10
   for before, after, fused_before, fused_after in zip(start, weights,
                                                       fused_start,
                                                       fused_weights):
     np.testing.assert_array_equal(fused_before, before)
     if after.size > 1:  # (Not the optimizer's step counter.)
       assert not np.array_equal(fused_after, fused_before)
-    np.testing.assert_allclose(fused_after, after, rtol=1e-2, atol=1e-4)
+    np.testing.assert_allclose(fused_after, after, rtol=tolerance["rtol"],
+                               atol=tolerance["atol"])
 
 
 def test_adam_weight_decay_is_the_originals_update_bit_for_bit(kernels):
@@ -689,59 +493,111 @@ def graph_op_types(layer, inputs):
   return {op.type for op in function.graph.get_operations()}
 
 
-def test_only_bfloat16_layers_made_with_the_switch_use_it(kernels,
-                                                          reset_layers):
-  del kernels, reset_layers
+def dense(matmul_dtype, kernels, activation=layers.gelu, units=16, **kwargs):
+  """A built layers.Dense [..., 8] -> [..., units] made with the options."""
+  made = layers.Dense(units, activation=activation,
+                      options=modeling.ComputeOptions(matmul_dtype, kernels),
+                      **kwargs)
+  made.build([None, 8])
+  made.set_weights([np.random.RandomState(3).randn(8, units) * 0.5,
+                    np.random.RandomState(4).randn(units)])
+  return made
+
+
+def dense_float64(made, x, activation):
+  """What made computes, in float64 NumPy: activation(x W + b). A
+  bfloat16 product is TensorFlow's (its rounding is the matmul's, not the
+  path's): the path's bias add and activation are what is checked."""
+  kernel, bias = made.get_weights()
+  if made.matmul_dtype == tf.bfloat16:
+    product = tf.matmul(tf.cast(x.reshape(-1, 8), tf.bfloat16),
+                        tf.cast(kernel, tf.bfloat16))
+    product = tf.cast(product, tf.float64).numpy().reshape(
+        x.shape[:-1] + kernel.shape[1:])
+  else:
+    product = x.astype(np.float64) @ kernel.astype(np.float64)
+  return activation(product + bias)
+
+
+# Dense's paths (layers.Dense.epilogue), each chosen by its options alone:
+# (matmul_dtype, kernels, activation, output_feeds_matmul) -> the path and
+# the output's dtype.
+DENSE_PATHS = [
+    (tf.float32, (), "gelu", False, None, tf.float32),
+    (tf.float32, ALL, "relu", False, None, tf.float32),
+    (tf.float32, ALL, "gelu", True, "fused_bias_gelu", tf.float32),
+    (tf.bfloat16, (), "gelu", True, "bias_activation", tf.float32),
+    (tf.bfloat16, ALL, "gelu", False, "fused_bias_gelu", tf.float32),
+    (tf.bfloat16, ALL, "gelu", True, "fused_bias_gelu", tf.bfloat16),
+    (tf.bfloat16, ALL, "gelu_exact", True, "fused_bias_gelu", tf.bfloat16),
+    (tf.bfloat16, ALL, "linear", True, "fused_bias_add", tf.bfloat16),
+    (tf.bfloat16, ALL, "linear", False, "bias_activation", tf.float32),
+]
+ACTIVATIONS = {"gelu": (layers.gelu, lambda v: gelu_float64(v)[0]),
+               "gelu_exact": (layers.gelu_exact,
+                              lambda v: gelu_float64(v, True)[0]),
+               "relu": (tf.nn.relu, lambda v: np.maximum(v, 0.0)),
+               "linear": (None, lambda v: v)}
+
+
+@pytest.mark.parametrize(
+    "matmul_dtype,chosen,activation,feeds_matmul,path,out_dtype",
+    DENSE_PATHS, ids=["%s-%s-%s%s-%s" % (
+        dtype.name, "kernels" if chosen else "no_kernels", activation,
+        "-feeds_matmul" if feeds else "", path or "keras")
+                      for dtype, chosen, activation, feeds, path, _
+                      in DENSE_PATHS])
+def test_each_dense_path_against_float64(kernels, matmul_dtype, chosen,
+                                         activation, feeds_matmul, path,
+                                         out_dtype):
+  del kernels
+  keras_activation, activation_float64 = ACTIVATIONS[activation]
+  made = dense(matmul_dtype, chosen, keras_activation,
+               output_feeds_matmul=feeds_matmul)
+  assert (made.epilogue and made.epilogue.__name__) == path
+  x = np.random.RandomState(2).randn(2, 3, 8).astype(np.float32)
+  got = made(tf.constant(x))
+  assert got.dtype == out_dtype and got.shape == [2, 3, 16]
+  want = dense_float64(made, x, activation_float64)
+  # float32 out: float32's arithmetic (1e-5 relative); bfloat16 out: one
+  # rounding (at most 2^-8 relative: 8 significant bits).
+  relative = 1e-5 if out_dtype == tf.float32 else 2.0 ** -8
+  np.testing.assert_allclose(tf.cast(got, tf.float64).numpy(), want,
+                             rtol=relative, atol=1e-6)
+
+
+def test_layers_use_the_kernels_their_options_name(kernels):
+  del kernels
   x = tf.constant(np.random.RandomState(2).randn(6, 8), tf.float32)
-
-  def dense(matmul_dtype, fused, activation=layers.gelu):
-    layers.set_matmul_dtype(matmul_dtype)
-    layers.set_fused_kernels(fused)
-    made = layers.Dense(16, activation=activation)
-    made.build([None, 8])
-    return made
-
-  used = dense(tf.bfloat16, True)
-  assert "FusedGelu" in graph_op_types(used, x)
-  norm = layers.layer_norm()
-  norm.build([None, 8])
-  assert "FusedAddLayerNorm" in graph_op_types(norm, x)
-  plain = dense(tf.bfloat16, False)
-  plain.set_weights(used.get_weights())
-  assert "FusedGelu" not in graph_op_types(plain, x)
-  np.testing.assert_allclose(used(x), plain(x), atol=1e-5)
-  # float32 (the original's arithmetic) and other activations never.
-  assert "FusedGelu" not in graph_op_types(dense(tf.float32, True), x)
-  norm = layers.layer_norm()  # (Made under float32 matmuls.)
-  norm.build([None, 8])
-  assert "FusedAddLayerNorm" not in graph_op_types(norm, x)
-  assert "FusedGelu" not in graph_op_types(
-      dense(tf.bfloat16, True, tf.nn.relu), x)
-  # The erf form through the kernel's exact attribute, its own function.
-  exact = dense(tf.bfloat16, True, layers.gelu_exact)
-  assert "FusedGelu" in graph_op_types(exact, x)
-  exact_plain = dense(tf.bfloat16, False, layers.gelu_exact)
-  for made in (exact, exact_plain):
-    made.set_weights(used.get_weights())
-  wide = 4.0 * x  # Products near |2.7|, where the two forms differ most.
-  np.testing.assert_allclose(exact(wide), exact_plain(wide), atol=2e-5)
-  assert np.abs(exact(wide) - used(wide)).max() > 1e-4
+  for dtype in (tf.float32, tf.bfloat16):
+    assert "FusedBiasGelu" in graph_op_types(dense(dtype, ALL), x)
+    assert "FusedBiasGelu" in graph_op_types(dense(dtype, {"bias_gelu"}), x)
+    assert "FusedBiasGelu" not in graph_op_types(
+        dense(dtype, ALL - {"bias_gelu"}), x)
+    for chosen, used in ((ALL, True), ({"dropout"}, False)):
+      norm = layers.layer_norm(options=modeling.ComputeOptions(dtype,
+                                                               chosen))
+      norm.build([None, 8])
+      assert ("FusedAddLayerNorm" in graph_op_types(norm, x)) == used
+  # The default: the original's float32 arithmetic through TensorFlow's ops.
+  assert not {op for op in graph_op_types(layers.Dense(4), x)
+              if op.startswith("Fused")}
+  with pytest.raises(ValueError, match=r"Unknown fused kernels \['gelu'\]"):
+    modeling.ComputeOptions(tf.float32, {"gelu"})
 
 
 def test_dense_takes_bfloat16_inputs_and_keras_policies_still_autocast(
-    kernels, reset_layers):
-  del kernels, reset_layers
+    kernels):
+  del kernels
   x = tf.constant(np.random.RandomState(2).randn(6, 8), tf.float32)
-  layers.set_matmul_dtype(tf.bfloat16)
-  layers.set_fused_kernels(True)
+  options = modeling.ComputeOptions(tf.bfloat16, ALL)
   intermediate = layers.Dense(16, activation=layers.gelu,
-                              output_feeds_matmul=True)
-  output = layers.Dense(8)
+                              output_feeds_matmul=True, options=options)
+  output = layers.Dense(8, options=options)
   hidden = intermediate(x)
   assert hidden.dtype == tf.bfloat16
   assert output(hidden).dtype == tf.float32  # Taken as it came.
   # Under a Keras mixed policy (GPUs, TPUs) Keras casts inputs as before.
-  layers.set_matmul_dtype(tf.float32)
   keras.mixed_precision.set_global_policy("mixed_bfloat16")
   try:
     mixed = layers.Dense(4)
@@ -750,66 +606,51 @@ def test_dense_takes_bfloat16_inputs_and_keras_policies_still_autocast(
     keras.mixed_precision.set_global_policy("float32")
 
 
-def test_training_sets_it_and_xla_and_serving_do_not(reset_layers,
-                                                     monkeypatch):
-  del reset_layers
+def test_training_chooses_them_and_xla_serving_and_gpus_do_not(monkeypatch):
   monkeypatch.setattr(precision, "_accelerated", lambda: False)
-  precision.set_policy("bfloat16")
-  assert layers._FUSED_KERNELS[0]  # pylint: disable=protected-access
-  precision.set_policy("bfloat16", jit_compile=True)
-  assert not layers._FUSED_KERNELS[0]  # pylint: disable=protected-access
-  precision.set_policy("bfloat16")
-  precision.set_matmul_precision("bfloat16")  # export_saved_model.py's
-  assert not layers._FUSED_KERNELS[0]  # pylint: disable=protected-access
-  precision.set_policy("float32")  # The dropout only (bit-identical).
-  assert layers._FUSED_KERNELS[0]  # pylint: disable=protected-access
-  precision.set_policy("float32", jit_compile=True)
-  assert not layers._FUSED_KERNELS[0]  # pylint: disable=protected-access
-  for name in ("float32", "bfloat16"):  # --fused_kernels=false
-    precision.set_policy(name, fused_kernels=False)
-    assert not layers._FUSED_KERNELS[0]  # pylint: disable=protected-access
-  monkeypatch.setattr(precision, "_accelerated", lambda: True)
-  for name in ("float32", "bfloat16"):
-    precision.set_policy(name)
-    assert not layers._FUSED_KERNELS[0]  # pylint: disable=protected-access
-  precision.set_policy("float32")
+  try:
+    for name, dtype in (("float32", tf.float32), ("bfloat16", tf.bfloat16)):
+      assert precision.set_policy(name) == modeling.ComputeOptions(dtype, ALL)
+      for off in (dict(jit_compile=True), dict(fused_kernels=False)):
+        assert not precision.set_policy(name, **off).kernels
+      assert not precision.prediction_options(name).kernels  # Serving.
+    monkeypatch.setattr(precision, "_accelerated", lambda: True)
+    for name in ("float32", "bfloat16"):
+      assert not precision.set_policy(name).kernels
+  finally:
+    keras.mixed_precision.set_global_policy("float32")
 
 
-def test_a_step_xla_compiles_is_built_without_them(kernels, reset_layers):
-  del kernels, reset_layers
+def test_xla_refuses_a_model_with_them_and_runs_one_without(kernels):
+  del kernels
   config = tiny_config()
   batch = padded_pair_batch(config)
   batch["label_ids"] = tf.constant([0, 1, 0])
   task = classifier_task.ClassificationTask(config, 11, ["0", "1"])
-  layers.set_matmul_dtype(tf.bfloat16)
-  layers.set_fused_kernels(True)
-  for jit_compile, used in ((True, False), (False, True)):
-    trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
-                               task.loss, tempfile.mkdtemp(), 1e-3, 10, 1,
-                               jit_compile=jit_compile)
-    step = tf.function(lambda t=trainer: t.train_step(batch),
-                       jit_compile=jit_compile)
-    assert np.isfinite(float(step()))
-    graph = step.get_concrete_function().graph.as_graph_def()
-    ops = {node.op for node in graph.node} | {
-        node.op for function in graph.library.function
-        for node in function.node_def}
-    fused_ops = {"FusedBiasGelu", "FusedAddLayerNorm", "FusedDropout"}
-    assert (ops & fused_ops) == (fused_ops if used else set())
-  assert layers.fused_kernels_enabled()  # As set_policy left it.
+  with pytest.raises(ValueError, match="XLA cannot compile the fused CPU "
+                     "kernels"):
+    training.Trainer(
+        tf.distribute.get_strategy(), task.model_builder(
+            False, options=modeling.ComputeOptions(tf.bfloat16, ALL)),
+        task.loss, tempfile.mkdtemp(), 1e-3, 10, 1, jit_compile=True)
+  trainer = training.Trainer(
+      tf.distribute.get_strategy(), task.model_builder(
+          False, options=precision.set_policy("bfloat16", jit_compile=True)),
+      task.loss, tempfile.mkdtemp(), 1e-3, 10, 1, jit_compile=True)
+  step = tf.function(lambda: trainer.train_step(batch), jit_compile=True)
+  assert np.isfinite(float(step()))
 
 
-def test_without_the_library_the_composite_runs_with_one_warning(
-    tmp_path, monkeypatch, reset_layers, caplog):
-  del reset_layers
+def test_without_the_library_tensorflows_ops_run_with_one_warning(
+    tmp_path, monkeypatch, caplog):
   monkeypatch.setattr(fused_kernels, "LIBRARY", str(tmp_path / "none.so"))
   monkeypatch.setattr(fused_kernels, "_loaded", [])
-  layers.set_matmul_dtype(tf.bfloat16)
-  layers.set_fused_kernels(True)
-  made = layers.Dense(4, activation=layers.gelu)
+  made = layers.Dense(4, activation=layers.gelu,
+                      options=modeling.ComputeOptions(tf.bfloat16, ALL))
   made.build([None, 3])
   x = tf.constant([[1.0, -2.0, 0.5]])
-  assert "FusedGelu" not in graph_op_types(made, x)
+  assert made.epilogue.__name__ == "bias_activation"
+  assert "FusedBiasGelu" not in graph_op_types(made, x)
   made(x)
   warnings = [r for r in caplog.records
               if "fused CPU kernels are not used" in r.getMessage()]

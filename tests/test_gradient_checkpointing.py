@@ -142,7 +142,7 @@ from runner_lib.classifier import task as classifier_task
 from runner_lib.core import input_pipeline
 from runner_lib.core import precision
 from runner_lib.core import training
-precision.set_policy(settings["precision"])
+options = precision.set_policy(settings["precision"], settings["xla"])
 config = modeling.BertConfig(**settings["config"])
 task = classifier_task.ClassificationTask(config, 64, ["0", "1"])
 trim = task.sequence_features(True) if settings["trim"] else ()
@@ -151,7 +151,8 @@ for recompute in (False, True):
   tf.keras.utils.set_random_seed(1)
   trainer = training.Trainer(
       strategy, task.model_builder(bool(trim) and not settings["xla"],
-                                   gradient_checkpointing=recompute),
+                                   gradient_checkpointing=recompute,
+                                   options=options),
       task.loss, tempfile.mkdtemp(), 1e-3, 4, 1,
       jit_compile=settings["xla"],
       gradient_accumulation_steps=settings["accumulation"],

@@ -13,16 +13,15 @@ import pytest
 from benchmarks.lib import results
 from tests import conftest
 
-# The checks that compare the kernels with TensorFlow's own ops (bit for
-# bit in float32, within rounding in bfloat16) or with float64, through
-# matmuls and the allocator that oneDNN replaces; not those of XLA (which
-# compiles its own kernels), of a missing library or of the compiler. The
-# whole training steps once per precision, in the case that uses the most
-# kernels (padding kept, the feed-forward's GELU kernel in float32): the
-# other cases vary what the kernels' own checks cover.
+# The checks that compare the kernels with float64 and training with them
+# against TensorFlow's own ops, through matmuls and the allocator that
+# oneDNN replaces; not those of XLA (which compiles its own kernels), of a
+# missing library or of the compiler. The whole training steps once per
+# precision, padding kept (skip_padding False): the skipped case varies
+# what the kernels' own checks cover.
 _CHECKS = ("tests/test_fused_kernels.py", "-k",
            "not xla and not without_the_library and not failed_build and "
-           "not (training_with_them and (True or 37))")
+           "not (training_with_them and True)")
 
 # Prints TensorFlow's own word on oneDNN in the fresh process, then runs
 # the checks there.

@@ -7,12 +7,11 @@ import os
 
 from absl import logging
 import numpy as np
-import pytest
 import tensorflow as tf
 import tf_keras
 
 import modeling
-from modeling import layers
+from modeling import options as options_lib
 from runner_lib.core import precision
 from runner_lib.pretraining import task as pretraining
 from tests import test_convert_checkpoint as convert_test
@@ -63,16 +62,6 @@ def test_warns_only_without_bf16_units(tmp_path, monkeypatch):
   assert len(warnings) == 1
 
 
-@pytest.fixture
-def bfloat16_matmuls():
-  """Layers made inside compute their matmuls in bfloat16."""
-  layers.set_matmul_dtype(tf.bfloat16)
-  try:
-    yield
-  finally:
-    layers.set_matmul_dtype(tf.float32)
-
-
 _MATMULS = ("MatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum")
 
 
@@ -92,12 +81,10 @@ def _matmul_dtypes(graph):
   return found
 
 
-def test_bfloat16_runs_every_matmul_forward_and_backward_there(
-    bfloat16_matmuls):
-  del bfloat16_matmuls
+def test_bfloat16_runs_every_matmul_forward_and_backward_there():
   config = tiny_config()
   task = pretraining.PretrainingTask(config, 8, 2)
-  model = task.build_model()
+  model = task.build_model(modeling.ComputeOptions(tf.bfloat16))
   batch = test_training.pretraining_batch(config)
 
   @tf.function
@@ -144,11 +131,9 @@ def test_bfloat16_encodes_real_sentences_as_float32_does(minilm_google_dir):
   real = batch["input_mask"].astype(bool)
   _, model = convert_test.load_google(google_dir)
   want = model(batch, training=False)
-  layers.set_matmul_dtype(tf.bfloat16)
-  try:
-    _, model = convert_test.load_google(google_dir)
-  finally:
-    layers.set_matmul_dtype(tf.float32)
+  _, model = convert_test.load_google(
+      google_dir, lambda config: modeling.BertModel(
+          config, options=modeling.ComputeOptions(tf.bfloat16)))
   got = model(batch, training=False)
   for layer, (actual, expected) in enumerate(zip(
       got["all_encoder_layers"], want["all_encoder_layers"])):
@@ -197,17 +182,21 @@ def bfloat16_bound(layers):
 
 def test_set_policy_on_a_cpu():
   assert not tf.config.list_physical_devices("GPU")
+  kernels = frozenset(options_lib.KERNELS)
   try:
-    precision.set_policy("bfloat16")
     # bfloat16 matmuls, Keras' float32 policy: the rest stays float32.
-    assert layers.matmul_dtype() == tf.bfloat16
+    assert precision.set_policy("bfloat16") == modeling.ComputeOptions(
+        tf.bfloat16, kernels)
     assert tf_keras.mixed_precision.global_policy().name == "float32"
-    precision.set_policy("float16")
-    assert layers.matmul_dtype() == tf.float32
+    assert precision.set_policy("bfloat16", fused_kernels=False) == (
+        modeling.ComputeOptions(tf.bfloat16))
+    assert precision.set_policy("float16") == modeling.ComputeOptions()
     assert tf_keras.mixed_precision.global_policy().name == "mixed_float16"
-    precision.set_policy("float32")
-    assert layers.matmul_dtype() == tf.float32
+    assert precision.set_policy("float32") == modeling.ComputeOptions(
+        tf.float32, kernels)
     assert tf_keras.mixed_precision.global_policy().name == "float32"
+    # XLA cannot compile a custom op.
+    assert precision.set_policy("float32", jit_compile=True) == (
+        modeling.ComputeOptions())
   finally:
-    layers.set_matmul_dtype(tf.float32)
     tf_keras.mixed_precision.set_global_policy("float32")

@@ -3,6 +3,7 @@ Model Garden's BertPretrainerV2 with the same config, masked-LM +
 next-sentence losses and AdamW with global-norm clipping; a sentence-pair
 classification batch."""
 
+import functools
 import tempfile
 
 import numpy as np
@@ -14,7 +15,8 @@ from official.nlp.modeling import layers as mg_layers
 from official.nlp.modeling import models
 
 from benchmarks.lib import model_garden
-from modeling import layers
+import modeling
+from modeling import options as options_lib
 from runner_lib.core import training
 from runner_lib.pretraining import task as pretraining
 from tests import reference
@@ -74,23 +76,19 @@ def make_batch(config, batch_size, seq_length, predictions):
 
 
 def ours_step(config, batch, seq_length, predictions, jit_compile,
-              matmul_dtype=tf.float32):
+              matmul_dtype=tf.float32, kernels=None):
   """Our pre-training step as the runners build it on a CPU; matmul_dtype:
-  modeling.layers.set_matmul_dtype's (the model built under Keras' current
-  global policy), other than float32 with the fused update; without XLA
-  the fused CPU kernels (the dropout in float32 too)."""
+  modeling.ComputeOptions' (the model built under Keras' current global
+  policy), other than float32 with the fused update; without XLA every
+  fused CPU kernel, or those named by kernels."""
   task = pretraining.PretrainingTask(config, seq_length, predictions)
-  layers.set_matmul_dtype(matmul_dtype)
-  # (The Trainer leaves them out of a step XLA compiles.)
-  layers.set_fused_kernels(True)
-  try:
-    trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
-                               task.loss, tempfile.mkdtemp(), 1e-4, 100000,
-                               1000, jit_compile=jit_compile,
-                               fused_update=matmul_dtype != tf.float32)
-  finally:
-    layers.set_matmul_dtype(tf.float32)
-    layers.set_fused_kernels(False)
+  if kernels is None:
+    kernels = () if jit_compile else options_lib.KERNELS
+  trainer = training.Trainer(
+      tf.distribute.get_strategy(), functools.partial(
+          task.build_model, modeling.ComputeOptions(matmul_dtype, kernels)),
+      task.loss, tempfile.mkdtemp(), 1e-4, 100000, 1000,
+      jit_compile=jit_compile, fused_update=matmul_dtype != tf.float32)
   return tf.function(lambda: trainer.train_step(batch))
 
 

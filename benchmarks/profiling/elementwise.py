@@ -2,8 +2,7 @@
 could save: each piece forward and backward at the step's shapes, as the
 model computes it today and in fused forms (XLA on the piece alone, fewer
 ops, and the C++ kernels of training on CPUs, modeling/fused_kernels.py,
-one pass each way; for the GELU and LayerNorm also the float32 kernels
-that round as the composite does).
+one pass each way).
 
 Times are medians of alternated calls; "passes" divides each by the time
 of one elementwise op over the same tensor (y = 2x: read once, write
@@ -12,7 +11,8 @@ writes y forward, reads x and dy and writes dx backward: about 2.5).
 
 Pieces (rows = batch x sequence: 1024 for the pre-training step at batch
 8, 4096 for the fine-tuning step at batch 32; BERT-Base widths):
-  gelu         [rows, 3072]: the feed-forward activation.
+  gelu         [rows, 3072]: the feed-forward's bias add and activation
+               in float32.
   gelu_exact   [rows, 3072]: its erf form (converted HuggingFace models).
   bias_gelu    [rows, 3072]: between the feed-forward's two bfloat16
                matmuls: the products cast to float32, the bias added, the
@@ -57,7 +57,8 @@ HIDDEN, INTERMEDIATE = 768, 3072
 RATE = 0.1
 SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
 CUBIC = 0.044715
-COLUMNS = ["piece", "rows", "variant", "ms", "passes", "ours / variant"]
+COLUMNS = ["piece", "rows", "variant", "ms", "passes",
+           "TensorFlow's ops / variant"]
 
 
 def gelu_sigmoid(x):
@@ -118,7 +119,7 @@ def forward_only(fn, x):
 
 def pieces(rows, fused):
   """dict piece -> (dict variant -> blocking call, the one-pass call); the
-  first variant of each is what the model computes today."""
+  first variant of each is TensorFlow's ops (--nofused_kernels)."""
   rng = np.random.RandomState(0)
   wide = tf.constant(rng.randn(rows, INTERMEDIATE).astype(np.float32))
   narrow = tf.constant(rng.randn(rows, HIDDEN).astype(np.float32))
@@ -127,39 +128,42 @@ def pieces(rows, fused):
       INTERMEDIATE: forward_only(lambda x: x * 2.0, wide),
       HIDDEN: forward_only(lambda x: x * 2.0, narrow)}
 
-  gelu = {"composite (ours)": forward_backward(layers.gelu, wide),
+  bias = tf.Variable(rng.randn(INTERMEDIATE).astype(np.float32))
+
+  def with_bias(activation):
+    return lambda x: activation(tf.nn.bias_add(x, bias))
+
+  gelu = {"composite (TensorFlow's ops)": forward_backward(
+              with_bias(layers.gelu), wide, [bias]),
           "composite, XLA": forward_backward(
-              tf.function(layers.gelu, jit_compile=True), wide),
-          "sigmoid form": forward_backward(gelu_sigmoid, wide),
+              tf.function(with_bias(layers.gelu), jit_compile=True), wide,
+              [bias]),
+          "sigmoid form": forward_backward(with_bias(gelu_sigmoid), wide,
+                                           [bias]),
           "sigmoid form, XLA": forward_backward(
-              tf.function(gelu_sigmoid, jit_compile=True), wide),
-          "hand-written gradient": forward_backward(gelu_hand_gradient, wide)}
+              tf.function(with_bias(gelu_sigmoid), jit_compile=True), wide,
+              [bias]),
+          "hand-written gradient": forward_backward(
+              with_bias(gelu_hand_gradient), wide, [bias])}
   if fused:
     gelu["fused kernel, one pass each way"] = forward_backward(
-        fused_kernels.gelu, wide)
-  if fused and fused_kernels.composite_kernels_available():
-    zeros = tf.zeros([INTERMEDIATE])
-    gelu["float32 kernel (and a bias), the composite's bits"] = (
-        forward_backward(
-            lambda x: fused_kernels.composite_bias_gelu(x, zeros), wide))
+        lambda x: fused_kernels.bias_gelu(x, bias), wide, [bias])
   # The erf form (gelu_exact: all-MiniLM-L6-v2's, HuggingFace's "gelu").
-  gelu_exact = {"composite (ours)": forward_backward(layers.gelu_exact, wide)}
+  gelu_exact = {"composite (TensorFlow's ops)": forward_backward(
+      with_bias(layers.gelu_exact), wide, [bias])}
   if fused:
     gelu_exact["fused kernel, one pass each way"] = forward_backward(
-        lambda x: fused_kernels.gelu(x, exact=True), wide)
+        lambda x: fused_kernels.bias_gelu(x, bias, exact=True), wide, [bias])
 
   products = tf.cast(wide, tf.bfloat16)
-  bias = tf.Variable(rng.randn(INTERMEDIATE).astype(np.float32))
 
   def cast_bias_gelu(activation):
     return lambda x: tf.cast(activation(tf.nn.bias_add(
         tf.cast(x, tf.float32), bias)), tf.bfloat16)
 
-  bias_gelu = {"cast, bias, GELU, cast (ours before)": forward_backward(
+  bias_gelu = {"cast, bias, GELU, cast (TensorFlow's ops)": forward_backward(
       cast_bias_gelu(layers.gelu), products, [bias])}
   if fused:
-    bias_gelu["cast, bias, fused GELU, cast"] = forward_backward(
-        cast_bias_gelu(fused_kernels.gelu), products, [bias])
     bias_gelu["fused bias + GELU, bfloat16 in and out"] = forward_backward(
         lambda x: fused_kernels.bias_gelu(x, bias), products, [bias])
 
@@ -168,7 +172,7 @@ def pieces(rows, fused):
   gamma, beta = keras_norm.gamma, keras_norm.beta
   moments_xla = tf.function(layer_norm_moments, jit_compile=True)
   layer_norm = {
-      "Keras LayerNormalization (ours)": forward_backward(
+      "Keras LayerNormalization (TensorFlow's ops)": forward_backward(
           lambda x: keras_norm(x + residual), narrow, [gamma, beta]),
       "moments": forward_backward(
           lambda x: layer_norm_moments(x + residual, gamma, beta), narrow,
@@ -181,15 +185,10 @@ def pieces(rows, fused):
         lambda x: fused_kernels.add_layer_norm(
             x, residual, gamma, beta, layers.LAYER_NORM_EPSILON), narrow,
         [gamma, beta])
-  if fused and fused_kernels.composite_kernels_available():
-    layer_norm["float32 kernel, the composite's bits"] = forward_backward(
-        lambda x: fused_kernels.add_layer_norm(
-            x, residual, gamma, beta, layers.LAYER_NORM_EPSILON,
-            composite=True), narrow, [gamma, beta])
 
   seed = tf.constant([1, 2], tf.int64)
   dropout = {
-      "stateless_dropout (ours)": forward_backward(
+      "stateless_dropout (TensorFlow's ops)": forward_backward(
           lambda x: tf.nn.experimental.stateless_dropout(x, RATE, seed),
           wide),
       "integer bits": forward_backward(lambda x: dropout_bits(x, seed),
@@ -215,7 +214,7 @@ def pieces(rows, fused):
                                                  seed)
     return tf.cast(probs, tf.bfloat16)
 
-  softmax = {"cast, scale, mask, softmax, dropout, cast (ours before)":
+  softmax = {"cast, scale, mask, softmax, dropout, cast (TensorFlow's ops)":
                  forward_backward(composite_softmax, scores)}
   if fused:
     softmax["fused kernel, bfloat16 in and out"] = forward_backward(
@@ -248,12 +247,12 @@ def main(argv):
       medians = timing.alternated_medians(
           dict(variants, one_pass=one_pass), FLAGS.repeats)
       unit = medians.pop("one_pass")
-      ours = medians[next(iter(variants))]
+      composite = medians[next(iter(variants))]
       for variant, seconds in medians.items():
         row = [piece, rows, variant, round(1000 * seconds, 2),
-               round(seconds / unit, 1), round(ours / seconds, 2)]
+               round(seconds / unit, 1), round(composite / seconds, 2)]
         rows_out.append(row)
-        print("%-10s rows=%-5d %-32s %7.2f ms %6.1f passes  ours/variant "
+        print("%-10s rows=%-5d %-32s %7.2f ms %6.1f passes  TF/variant "
               "%.2f" % tuple(row))
   tables = [results.table(
       "Elementwise pieces, forward and backward (cast: forward only)",

@@ -17,7 +17,9 @@ Paths: `default` (--trim_padding: trimmed batches, the encoder skipping
 padding) and `notrim` (--notrim_padding: the original's full-length
 batches); `corrected` (--paths=corrected) is the default path with
 --optimizer=adamw_corrected, Adam's bias correction as in PyTorch's AdamW;
-`bfloat16` (--paths=bfloat16) the default path with --precision=bfloat16.
+`bfloat16` (--paths=bfloat16) the default path with --precision=bfloat16;
+`nofused` (--paths=nofused) the default path with --nofused_kernels
+(TensorFlow's own ops instead of the fused CPU kernels).
 `peer` (NER only, needs .venv-hf: `make .venv-hf`) runs HuggingFace's
 PyTorch BertForTokenClassification on the same sentences and weights with
 the original's optimizer and schedule (benchmarks/peers/hf_ner.py), scored here
@@ -73,7 +75,9 @@ PATH_FLAGS = {"default": ["--trim_padding"], "notrim": ["--notrim_padding"],
               # HuggingFace peer's PyTorch AdamW.
               "corrected": ["--trim_padding", "--optimizer=adamw_corrected"],
               # Compute only: bfloat16 matmuls over float32 weights.
-              "bfloat16": ["--trim_padding", "--precision=bfloat16"]}
+              "bfloat16": ["--trim_padding", "--precision=bfloat16"],
+              # TensorFlow's own ops, no fused CPU kernel.
+              "nofused": ["--trim_padding", "--nofused_kernels"]}
 
 # The HuggingFace PyTorch peer (BertForSequenceClassification /
 # BertForTokenClassification from the same weights, the same recipes),
@@ -241,7 +245,7 @@ def record(settings, run_rows, summary_rows, difference_rows, headline):
   if difference_rows:
     tables.append(results.table(
         "Differences of the means",
-        ["task", "default - notrim"], difference_rows))
+        ["task", "path", "default - path"], difference_rows))
   results.record("quality", tables, settings, headline=headline)
 
 
@@ -299,12 +303,14 @@ def main(argv):
         task, "peer", metric, summary(peer)))
     # The quoted peer is printed for comparison but not recorded: records
     # hold what this run measured (--paths=peer runs the NER peer here).
-    if "default" in means and "notrim" in means:
-      print("%-4s default - notrim: %+.4f; default - peer: %+.4f" % (
-          task, means["default"] - means["notrim"],
-          means["default"] - statistics.mean(peer)))
-      difference_rows.append([
-          TASK_NAMES[task], round(means["default"] - means["notrim"], 4)])
+    for other in ("notrim", "nofused"):
+      if "default" in means and other in means:
+        print("%-4s default - %s: %+.4f; default - peer: %+.4f" % (
+            task, other, means["default"] - means[other],
+            means["default"] - statistics.mean(peer)))
+        difference_rows.append([
+            TASK_NAMES[task], other,
+            round(means["default"] - means[other], 4)])
     if "default" in means:
       headline["%s %s, default path, seed mean" % (
           TASK_NAMES[task], METRIC_NAMES[metric])] = round(

@@ -17,6 +17,7 @@ bfloat16.
       [--profile=3]
 """
 
+import functools
 import os
 import sys
 import tempfile
@@ -38,7 +39,7 @@ from benchmarks.lib import timing
 from benchmarks.lib import train_steps
 from benchmarks.lib.shapes import SHAPES
 import modeling
-from modeling import layers
+from modeling import options as options_lib
 from runner_lib.classifier import task as classifier
 from runner_lib.core import training
 from tests import reference
@@ -80,18 +81,15 @@ def steps(config, batch, precision):
     tf.config.optimizer.set_experimental_options(
         {"auto_mixed_precision_onednn_bfloat16": True})
   compute = tf.bfloat16 if precision == "bfloat16" else tf.float32
-  layers.set_matmul_dtype(compute)
-  # As the runners' --precision=bfloat16 on a CPU (precision.set_policy).
-  # (The Trainer leaves them out of a step XLA compiles.)
-  layers.set_fused_kernels(True)
-  try:
-    trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
-                               task.loss, tempfile.mkdtemp(), 2e-5, 10000, 100,
-                               jit_compile=FLAGS.jit_compile,
-                               fused_update=precision != "float32")
-  finally:
-    layers.set_matmul_dtype(tf.float32)
-    layers.set_fused_kernels(False)
+  # As the runners' --precision on a CPU (precision.set_policy): every
+  # fused kernel, none in a step XLA compiles.
+  options = modeling.ComputeOptions(
+      compute, () if FLAGS.jit_compile else options_lib.KERNELS)
+  trainer = training.Trainer(tf.distribute.get_strategy(),
+                             functools.partial(task.build_model, options),
+                             task.loss, tempfile.mkdtemp(), 2e-5, 10000, 100,
+                             jit_compile=FLAGS.jit_compile,
+                             fused_update=precision != "float32")
   ours = tf.function(lambda: trainer.train_step(batch))
   tf_keras.mixed_precision.set_global_policy(
       "mixed_bfloat16" if precision == "bfloat16" else "float32")

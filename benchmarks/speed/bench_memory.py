@@ -136,7 +136,6 @@ def child(point):
   from benchmarks.lib import model_garden
   from benchmarks.lib import timing
   import modeling
-  from modeling import layers
   from official.nlp.modeling import models
   from runner_lib.classifier import task as classifier
   from runner_lib.core import training
@@ -167,14 +166,16 @@ def child(point):
   precision = point["precision"]
 
   def ours(recompute):
+    options = modeling.ComputeOptions()
     if precision == "mixed_bfloat16":
       tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")
     elif precision == "bfloat16":
-      layers.set_matmul_dtype(tf.bfloat16)
+      options = modeling.ComputeOptions(tf.bfloat16)
     import tempfile  # pylint: disable=g-import-not-at-top
     trainer = training.Trainer(
         tf.distribute.get_strategy(),
-        task.model_builder(False, gradient_checkpointing=recompute),
+        task.model_builder(False, gradient_checkpointing=recompute,
+                           options=options),
         task.loss, tempfile.mkdtemp(), 2e-5, 10000, 100,
         fused_update=precision != "float32")
     return tf.function(lambda: trainer.train_step(batch))

@@ -40,7 +40,6 @@ from benchmarks.lib import results
 from benchmarks.lib import timing
 from benchmarks.lib.shapes import SHAPES
 import modeling
-from modeling import layers
 from runner_lib.classifier import task as classifier_task
 from runner_lib.serving import modules
 import tokenization
@@ -100,12 +99,8 @@ def export_ours(config, vocab_file, path, precision, weights=None):
   Returns:
     the model's weights (get_weights()), to export the other precision with.
   """
-  layers.set_matmul_dtype(getattr(tf, precision))
-  try:
-    model = classifier_task.ClassificationTask(config, SEQ,
-                                               ["0", "1"]).build_model()
-  finally:
-    layers.set_matmul_dtype(tf.float32)
+  task = classifier_task.ClassificationTask(config, SEQ, ["0", "1"])
+  model = task.build_model(modeling.ComputeOptions(getattr(tf, precision)))
   if isinstance(weights, str):
     modeling.load_checkpoint(model, weights)
   elif weights is not None:

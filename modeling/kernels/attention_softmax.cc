@@ -1,26 +1,26 @@
-// The attention probabilities on the bfloat16 CPU path in one pass each
-// way: from the bfloat16 scores Q K^T to the bfloat16 operand of the
-// context matmul,
+// The attention probabilities on CPUs in one pass each way: from the
+// scores Q K^T to the context matmul's operand,
 //   probs = softmax(scores * scale + (1 - mask) * -10000)
-//   dropped = bfloat16(stateless_dropout(probs, rate, seed)),
-// where the composite (modeling.layers.SelfAttention) casts the scores to
-// float32, scales them, adds the mask, takes the softmax, draws the
-// dropout's uniforms, drops and casts back: seven passes over the
-// [B, N, F, T] tensor, the largest of a layer at short sequences. The
-// gradient likewise: dropout's, the softmax's and the scale's in one pass,
-// bfloat16 out for the score matmul's gradients.
-// - FusedAttentionSoftmax: scores bfloat16 [B, N, F, T], mask float32
-//   [B, M, T] (M is 1 or F; 1 where attending is allowed), the dropout's
-//   Philox key and counter (StatelessRandomGetKeyCounter of its seed) ->
-//   probs float32, kept for the gradient: the softmax, negated where
-//   dropped (its sign is the mask, so the gradient draws nothing again);
-//   dropped bfloat16.
-// - FusedAttentionSoftmaxGrad: d(dropped) bfloat16, probs -> d(scores)
-//   bfloat16.
+//   dropped = stateless_dropout(probs, rate, seed),
+// where the composite (modeling.layers.SelfAttention) scales the scores,
+// adds the mask, takes the softmax, draws the dropout's uniforms and drops
+// (and in bfloat16 casts to float32 and back): five to seven passes over
+// the [B, N, F, T] tensor, the largest of a layer at short sequences. The
+// gradient likewise: dropout's, the softmax's and the scale's in one pass.
+// - FusedAttentionSoftmax: scores T [B, N, F, T] (float32, or bfloat16
+//   between two bfloat16 matmuls), mask float32 [B, M, T] (M is 1 or F; 1
+//   where attending is allowed), the dropout's Philox key and counter
+//   (StatelessRandomGetKeyCounter of its seed) -> probs float32, kept for
+//   the gradient: the softmax, negated where dropped (its sign is the
+//   mask, so the gradient draws nothing again); dropped T.
+// - FusedAttentionSoftmaxGrad: d(dropped) T, probs -> d(scores) T.
 // The masks are stateless_dropout's on the [B, N, F, T] probabilities
-// (philox.h), as the composite draws them; rate 0 drops nothing. Built by
-// modeling/fused_kernels.py; used by the bfloat16 training path on CPUs
-// only (float32 keeps the original's ops).
+// (philox.h), as the composite draws them; rate 0 drops nothing.
+//
+// Numerics, its own: float32 throughout, the row's maximum subtracted
+// before exp (libmvec's), the sums vectorized; bfloat16 results rounded to
+// nearest even. Within 1e-6 (float32) of the formulas in float64
+// (tests/test_fused_kernels.py).
 
 #include <cmath>
 #include <limits>
@@ -38,29 +38,31 @@ using tensorflow::OpKernel;
 using tensorflow::OpKernelConstruction;
 using tensorflow::OpKernelContext;
 using tensorflow::Tensor;
-using bert_kernels::Bfloat16Bits;
-using bert_kernels::Bfloat16ToFloat;
-using bert_kernels::FloatToBfloat16;
+using bert_kernels::Data;
+using bert_kernels::FromFloat;
 using bert_kernels::Philox;
 using bert_kernels::ReadPhilox;
 using bert_kernels::Shard;
+using bert_kernels::Storage;
+using bert_kernels::ToFloat;
 using bert_kernels::UniformsAt;
 
 // modeling.layers.MASK_ADDER.
 constexpr float kMaskAdder = -10000.0f;
 
 // One row of T scores: probs = the softmax of the scaled, masked scores;
-// dropped = probs dropped (uniform < rate: 0, else * keep_scale) and
-// rounded to bfloat16. uniform is null where nothing is dropped.
-CPU_CLONES void SoftmaxRow(const uint16_t* scores, const float* mask,
+// dropped = probs dropped (uniform < rate: 0, else * keep_scale), stored
+// as S (float, or bfloat16 bits). uniform is null where nothing is dropped.
+template <typename S>
+CPU_CLONES void SoftmaxRow(const S* scores, const float* mask,
                            const float* uniform, float scale, float rate,
                            float keep_scale, int64_t width, float* probs,
-                           uint16_t* dropped) {
+                           S* dropped) {
   float max = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : max)
   for (int64_t i = 0; i < width; ++i) {
     const float s =
-        Bfloat16ToFloat(scores[i]) * scale + (1.0f - mask[i]) * kMaskAdder;
+        ToFloat(scores[i]) * scale + (1.0f - mask[i]) * kMaskAdder;
     probs[i] = s;
     max = s > max ? s : max;
   }
@@ -77,7 +79,7 @@ CPU_CLONES void SoftmaxRow(const uint16_t* scores, const float* mask,
     for (int64_t i = 0; i < width; ++i) {
       const float p = probs[i] * inverse;
       probs[i] = p;
-      dropped[i] = FloatToBfloat16(p);
+      dropped[i] = FromFloat<S>(p);
     }
     return;
   }
@@ -86,35 +88,36 @@ CPU_CLONES void SoftmaxRow(const uint16_t* scores, const float* mask,
     const float p = probs[i] * inverse;
     const bool keep = uniform[i] >= rate;
     probs[i] = keep ? p : -p;
-    dropped[i] = FloatToBfloat16(keep ? p * keep_scale : 0.0f);
+    dropped[i] = FromFloat<S>(keep ? p * keep_scale : 0.0f);
   }
 }
 
 // One row's gradient from the forward pass's signed probs (negative where
 // dropped): dp = dropout's gradient of upstream (0 where dropped, else
 // upstream * keep_scale); d(scores) = p * (dp - sum(dp * p)) * scale,
-// rounded to bfloat16. (Where p is 0 the mask does not matter: both terms
-// vanish.)
-CPU_CLONES void SoftmaxGradRow(const uint16_t* upstream, const float* probs,
+// stored as S. (Where p is 0 the mask does not matter: both terms vanish.)
+template <typename S>
+CPU_CLONES void SoftmaxGradRow(const S* upstream, const float* probs,
                                float scale, float keep_scale, int64_t width,
-                               uint16_t* out) {
+                               S* out) {
   float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
   for (int64_t i = 0; i < width; ++i) {
     const float dp = probs[i] < 0.0f
                          ? 0.0f
-                         : Bfloat16ToFloat(upstream[i]) * keep_scale;
+                         : ToFloat(upstream[i]) * keep_scale;
     dot += dp * std::fabs(probs[i]);
   }
 #pragma omp simd
   for (int64_t i = 0; i < width; ++i) {
     const float dp = probs[i] < 0.0f
                          ? 0.0f
-                         : Bfloat16ToFloat(upstream[i]) * keep_scale;
-    out[i] = FloatToBfloat16(std::fabs(probs[i]) * (dp - dot) * scale);
+                         : ToFloat(upstream[i]) * keep_scale;
+    out[i] = FromFloat<S>(std::fabs(probs[i]) * (dp - dot) * scale);
   }
 }
 
+template <typename T>
 class FusedAttentionSoftmaxOp : public OpKernel {
  public:
   explicit FusedAttentionSoftmaxOp(OpKernelConstruction* context)
@@ -147,10 +150,11 @@ class FusedAttentionSoftmaxOp : public OpKernel {
                    context->allocate_output(0, scores.shape(), &probs));
     OP_REQUIRES_OK(context,
                    context->allocate_output(1, scores.shape(), &dropped));
-    const uint16_t* in = Bfloat16Bits(scores);
+    using S = typename Storage<T>::type;
+    const S* in = Data<T>(scores);
     const float* mask_data = mask.flat<float>().data();
     float* probs_data = probs->flat<float>().data();
-    uint16_t* out = Bfloat16Bits(dropped);
+    S* out = Data<T>(dropped);
     const int64_t heads = scores.dim_size(1), from = scores.dim_size(2);
     const int64_t width = scores.dim_size(3), mask_rows = mask.dim_size(1);
     const float scale = scale_, rate = rate_, keep_scale = keep_scale_;
@@ -167,7 +171,7 @@ class FusedAttentionSoftmaxOp : public OpKernel {
               const float* uniform =
                   drop ? UniformsAt(philox, r * width, width, scratch.data())
                        : nullptr;
-              SoftmaxRow(in + r * width, mask_data + mask_row * width,
+              SoftmaxRow<S>(in + r * width, mask_data + mask_row * width,
                          uniform, scale, rate, keep_scale, width,
                          probs_data + r * width, out + r * width);
             }
@@ -180,6 +184,7 @@ class FusedAttentionSoftmaxOp : public OpKernel {
   float keep_scale_;
 };
 
+template <typename T>
 class FusedAttentionSoftmaxGradOp : public OpKernel {
  public:
   explicit FusedAttentionSoftmaxGradOp(OpKernelConstruction* context)
@@ -198,15 +203,16 @@ class FusedAttentionSoftmaxGradOp : public OpKernel {
                     probs.shape().DebugString()));
     Tensor* dx = nullptr;
     OP_REQUIRES_OK(context, context->allocate_output(0, dy.shape(), &dx));
-    const uint16_t* upstream = Bfloat16Bits(dy);
+    using S = typename Storage<T>::type;
+    const S* upstream = Data<T>(dy);
     const float* probs_data = probs.flat<float>().data();
-    uint16_t* out = Bfloat16Bits(dx);
+    S* out = Data<T>(dx);
     const int64_t width = dy.dim_size(3);
     const float scale = scale_, keep_scale = keep_scale_;
     Shard(context, width ? dy.NumElements() / width : 0, 20 * width,
           [=](int64_t begin, int64_t end) {
             for (int64_t r = begin; r < end; ++r) {
-              SoftmaxGradRow(upstream + r * width, probs_data + r * width,
+              SoftmaxGradRow<S>(upstream + r * width, probs_data + r * width,
                              scale, keep_scale, width, out + r * width);
             }
           });
@@ -220,7 +226,8 @@ class FusedAttentionSoftmaxGradOp : public OpKernel {
 }  // namespace
 
 REGISTER_OP("FusedAttentionSoftmax")
-    .Input("scores: bfloat16")
+    .Attr("T: {float, bfloat16}")
+    .Input("scores: T")
     .Input("mask: float")
     .Input("key: uint64")
     .Input("counter: uint64")
@@ -228,22 +235,20 @@ REGISTER_OP("FusedAttentionSoftmax")
     .Attr("rate: float")
     .Attr("keep_scale: float")
     .Output("probs: float")
-    .Output("dropped: bfloat16")
+    .Output("dropped: T")
     .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
       c->set_output(0, c->input(0));
       c->set_output(1, c->input(0));
       return tensorflow::OkStatus();
     });
 REGISTER_OP("FusedAttentionSoftmaxGrad")
-    .Input("dy: bfloat16")
+    .Attr("T: {float, bfloat16}")
+    .Input("dy: T")
     .Input("probs: float")
     .Attr("scale: float")
     .Attr("keep_scale: float")
-    .Output("dx: bfloat16")
+    .Output("dx: T")
     .SetShapeFn(tensorflow::shape_inference::UnchangedShape);
-REGISTER_KERNEL_BUILDER(
-    Name("FusedAttentionSoftmax").Device(tensorflow::DEVICE_CPU),
-    FusedAttentionSoftmaxOp);
-REGISTER_KERNEL_BUILDER(
-    Name("FusedAttentionSoftmaxGrad").Device(tensorflow::DEVICE_CPU),
-    FusedAttentionSoftmaxGradOp);
+REGISTER_FLOAT_AND_BFLOAT16("FusedAttentionSoftmax", FusedAttentionSoftmaxOp);
+REGISTER_FLOAT_AND_BFLOAT16("FusedAttentionSoftmaxGrad",
+                            FusedAttentionSoftmaxGradOp);

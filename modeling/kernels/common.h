@@ -153,17 +153,57 @@ inline uint16_t FloatToBfloat16(float value) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
-// A bfloat16 tensor's data as its 16-bit patterns.
-inline const uint16_t* Bfloat16Bits(const tensorflow::Tensor& tensor) {
-  return reinterpret_cast<const uint16_t*>(
-      tensor.flat<tensorflow::bfloat16>().data());
+// The element types the kernels that take either precision read and
+// write (a matmul's products and operands): float32 as it is, bfloat16 as
+// its 16-bit pattern; their arithmetic is float32 either way.
+template <typename T>
+struct Storage {
+  using type = T;
+};
+template <>
+struct Storage<tensorflow::bfloat16> {
+  using type = uint16_t;
+};
+
+inline float ToFloat(float value) { return value; }
+inline float ToFloat(uint16_t bits) { return Bfloat16ToFloat(bits); }
+
+// value stored as S: itself, or rounded to bfloat16.
+template <typename S>
+S FromFloat(float value);
+template <>
+inline float FromFloat<float>(float value) {
+  return value;
+}
+template <>
+inline uint16_t FromFloat<uint16_t>(float value) {
+  return FloatToBfloat16(value);
 }
 
-inline uint16_t* Bfloat16Bits(tensorflow::Tensor* tensor) {
-  return reinterpret_cast<uint16_t*>(
-      tensor->flat<tensorflow::bfloat16>().data());
+// A T tensor's data as Storage<T>.
+template <typename T>
+const typename Storage<T>::type* Data(const tensorflow::Tensor& tensor) {
+  return reinterpret_cast<const typename Storage<T>::type*>(
+      tensor.flat<T>().data());
+}
+
+template <typename T>
+typename Storage<T>::type* Data(tensorflow::Tensor* tensor) {
+  return reinterpret_cast<typename Storage<T>::type*>(
+      tensor->flat<T>().data());
 }
 
 }  // namespace bert_kernels
+
+// Registers kernel template CLASS for T float32 and bfloat16 as op NAME's.
+#define REGISTER_FLOAT_AND_BFLOAT16(NAME, CLASS)                          \
+  REGISTER_KERNEL_BUILDER(Name(NAME)                                       \
+                              .Device(tensorflow::DEVICE_CPU)              \
+                              .TypeConstraint<float>("T"),                 \
+                          CLASS<float>);                                   \
+  REGISTER_KERNEL_BUILDER(Name(NAME)                                       \
+                              .Device(tensorflow::DEVICE_CPU)              \
+                              .TypeConstraint<tensorflow::bfloat16>("T"),  \
+                          CLASS<tensorflow::bfloat16>)
 
 #endif  // BERT_MODELING_KERNELS_COMMON_H_

@@ -33,9 +33,10 @@ class ClassificationTask(task.Task):
     self.regression = label_list is None
     self.num_labels = 1 if self.regression else len(label_list)
 
-  def build_model(self):
+  def build_model(self, options=None):
     """BertClassifier with num_labels outputs."""
-    return modeling.BertClassifier(self.config, self.num_labels)
+    return modeling.BertClassifier(self.config, self.num_labels,
+                                   options=options)
 
   def name_to_features(self, is_training):
     """The same records for training, evaluation and prediction."""

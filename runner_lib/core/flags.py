@@ -184,7 +184,7 @@ def define_finetuning_flags(modes=("train", "eval", "predict")):
 
 
 def define_inference_precision_flag():
-  """--precision for prediction and serving (precision.set_matmul_precision)."""
+  """--precision for prediction and serving (precision.prediction_options)."""
   flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16"],
                     "Compute precision of the model's matmuls: bfloat16 "
                     "runs them on bfloat16 units (AMX, a GPU's or TPU's); "

@@ -104,8 +104,8 @@ class AdamWeightDecay(tf.Module):
       fused_kernel: bool, the update in modeling/fused_kernels.py's CPU
         kernel where it is built: the original's float32 arithmetic, bit
         for bit, in one pass over each weight and its slots (training on
-        CPUs without XLA, layers.set_fused_kernels). Before `fused`.
-        Subclasses ignore it.
+        CPUs without XLA: ComputeOptions "adam_weight_decay"). Before
+        `fused`. Subclasses ignore it.
     """
     super().__init__(name=type(self).__name__)
     self.fused = fused

@@ -6,8 +6,8 @@ from absl import logging
 import tensorflow as tf
 import tf_keras
 
-from modeling import fused_kernels
-from modeling import layers
+import modeling
+from modeling import options as options_lib
 
 CPUINFO = "/proc/cpuinfo"
 # The flags of bfloat16 arithmetic: x86's AVX512-BF16 (Cooper Lake, Zen 4
@@ -67,27 +67,28 @@ def _accelerated():
               tf.config.list_physical_devices("TPU"))
 
 
-def set_matmul_precision(precision):
-  """What a model built afterwards for prediction or serving computes in.
+def prediction_options(precision):
+  """What a model built for prediction or serving computes in.
 
   Args:
     precision: "float32", or "bfloat16": its matmuls in bfloat16 (warned
       about on CPUs without bfloat16 units), everything else and every
-      output float32 (modeling.layers.set_matmul_dtype), on any device
-      the model later runs on (an exported SavedModel's graph holds the
-      casts).
+      output float32, on any device the model later runs on (an exported
+      SavedModel's graph holds the casts).
+
+  Returns:
+    modeling.ComputeOptions, never with a fused kernel: a SavedModel must
+    load where the kernels' library is absent.
   """
-  # Never the fused kernels: a SavedModel must load without them.
-  layers.set_fused_kernels(False)
   if precision == "bfloat16":
     warn_without_bf16_units()
-    layers.set_matmul_dtype(tf.bfloat16)
-  else:
-    layers.set_matmul_dtype(tf.float32)
+    return modeling.ComputeOptions(tf.bfloat16)
+  return modeling.ComputeOptions()
 
 
 def set_policy(precision, jit_compile=False, fused_kernels=True):
-  """Sets what --precision computes in, for models built afterwards.
+  """What --precision and --fused_kernels train in: Keras' global policy
+  set, and the options of the models to build.
 
   Weights, optimizer state and checkpoints stay float32 whatever it is.
 
@@ -95,43 +96,44 @@ def set_policy(precision, jit_compile=False, fused_kernels=True):
     precision: "float32" (the original's arithmetic); "bfloat16": on a
       CPU, the matmuls (and their gradients) only, over bfloat16 copies of
       their operands, with everything elementwise in float32
-      (modeling.layers.set_matmul_dtype): TensorFlow's bfloat16 elementwise
-      kernels run at half the speed of its float32 ones on CPUs, and
-      Keras' mixed_bfloat16 policy, which runs those in bfloat16 too, made
-      a pre-training step 1.11x (BERT-Base) to 1.22x (L=4) slower
-      (benchmarks/bench_pretraining.py);
-      on a GPU or TPU, where bfloat16 elementwise work is native and
-      halves the memory traffic, Keras' mixed_bfloat16 policy; "float16":
-      Keras' mixed_float16 (with the Trainer's loss scaling).
-    jit_compile: bool, whether the step is compiled with XLA. Without it,
-      training on a CPU uses the fused kernels where they are built
-      (layers.set_fused_kernels; XLA cannot compile them): the dropout in
-      both precisions (bit-identical to the composite); with bfloat16 also
-      the feed-forward's bias add + GELU and the residual add +
-      LayerNorm.
-    fused_kernels: bool, --fused_kernels: False keeps them off anyway
-      (TensorFlow's own ops only).
+      (modeling.ComputeOptions' matmul_dtype): TensorFlow's bfloat16
+      elementwise kernels run at half the speed of its float32 ones on
+      CPUs, and Keras' mixed_bfloat16 policy, which runs those in
+      bfloat16 too, made a pre-training step 1.11x (BERT-Base) to 1.22x
+      (L=4) slower (benchmarks/bench_pretraining.py); on a GPU or TPU,
+      where bfloat16 elementwise work is native and halves the memory
+      traffic, Keras' mixed_bfloat16 policy; "float16": Keras'
+      mixed_float16 (with the Trainer's loss scaling).
+    jit_compile: bool, whether the step is compiled with XLA, which cannot
+      compile the fused kernels (a custom op): none then.
+    fused_kernels: bool, --fused_kernels: on a CPU without XLA, every
+      fused kernel (modeling.options.KERNELS) where the library is built;
+      False: TensorFlow's own ops only.
+
+  Returns:
+    modeling.ComputeOptions.
   """
-  layers.set_matmul_dtype(tf.float32)
-  layers.set_fused_kernels(False)
   tf_keras.mixed_precision.set_global_policy("float32")
   if precision in ("float32", "bfloat16") and not _accelerated():
+    kernels = options_lib.KERNELS if fused_kernels and not jit_compile else ()
     if precision == "bfloat16":
-      set_matmul_precision(precision)
-    layers.set_fused_kernels(fused_kernels and not jit_compile)
-  elif precision != "float32":
+      warn_without_bf16_units()
+      return modeling.ComputeOptions(tf.bfloat16, kernels)
+    return modeling.ComputeOptions(tf.float32, kernels)
+  if precision != "float32":
     # No bfloat16 warning here: a GPU or TPU has the units.
     tf_keras.mixed_precision.set_global_policy("mixed_" + precision)
+  return modeling.ComputeOptions()
 
 
-def fused_kernels_on():
-  """Whether training built now runs the fused CPU kernels: switched on
-  (set_policy) and built here."""
-  return layers.fused_kernels_enabled() and fused_kernels.available()
+def kernels_on(options):
+  """Whether a model built with options runs fused CPU kernels: any
+  chosen, and the library built here."""
+  return any(options.uses(kernel) for kernel in options.kernels)
 
 
-def computes_in_float32():
-  """Whether models built now compute in float32 throughout (set_policy's
-  "float32"): no bfloat16 matmuls, no Keras mixed policy."""
-  return (layers.matmul_dtype() == tf.float32 and
+def computes_in_float32(options):
+  """Whether a model built now with options computes in float32
+  throughout: no bfloat16 matmuls, no Keras mixed policy."""
+  return (options.matmul_dtype == tf.float32 and
           tf_keras.mixed_precision.global_policy().compute_dtype == "float32")

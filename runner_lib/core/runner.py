@@ -66,9 +66,10 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
     outdir_lock.OutputDirLockedError: another run trains in --output_dir.
   """
   tf_keras.utils.set_random_seed(FLAGS.seed)
-  precision.set_policy(FLAGS.precision, FLAGS.use_xla, FLAGS.fused_kernels)
+  options = precision.set_policy(FLAGS.precision, FLAGS.use_xla,
+                                 FLAGS.fused_kernels)
   logging.info("Fused CPU kernels: %s.",
-               "on" if precision.fused_kernels_on() else "off")
+               "on" if precision.kernels_on(options) else "off")
   tf.io.gfile.makedirs(FLAGS.output_dir)
   if not training.is_chief(strategy):
     fileio.leave_to_chief(FLAGS.output_dir)
@@ -76,7 +77,8 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
     checkpointing.remove_temporaries(FLAGS.output_dir)
   return training.Trainer(
       strategy, task.model_builder(skips_padding(task, strategy),
-                                   FLAGS.gradient_checkpointing), task.loss,
+                                   FLAGS.gradient_checkpointing, options),
+      task.loss,
       FLAGS.output_dir, FLAGS.learning_rate, num_train_steps, num_warmup_steps,
       FLAGS.iterations_per_loop, FLAGS.save_checkpoints_steps,
       FLAGS.keep_checkpoint_max, FLAGS.use_xla,

@@ -43,11 +43,14 @@ class Task(abc.ABC):
     self.max_seq_length = max_seq_length
 
   @abc.abstractmethod
-  def build_model(self):
+  def build_model(self, options=None):
     """Returns a Keras model holding a BertModel as `.bert` and this task's
-    heads, all weights created (modeling.variable_map must cover them)."""
+    heads, all weights created (modeling.variable_map must cover them),
+    computing as options (a modeling.ComputeOptions; None: the default)
+    says."""
 
-  def model_builder(self, skip_padding, gradient_checkpointing=False):
+  def model_builder(self, skip_padding, gradient_checkpointing=False,
+                    options=None):
     """build_model, the encoder computing on real tokens only
     (BertModel.skip_padding) where skip_padding and SKIP_PADDING.
 
@@ -57,12 +60,13 @@ class Task(abc.ABC):
       gradient_checkpointing: bool, the encoder recomputes its layers'
         activations for the backward pass
         (BertModel.gradient_checkpointing).
+      options: a modeling.ComputeOptions, or None for the default.
 
     Returns:
       A function of no arguments returning the model.
     """
     def build_model():
-      model = self.build_model()
+      model = self.build_model(options)
       model.bert.skip_padding = skip_padding and self.SKIP_PADDING
       model.bert.gradient_checkpointing = gradient_checkpointing
       return model

@@ -8,7 +8,6 @@ import numpy as np
 import tensorflow as tf
 
 import modeling
-from modeling import layers
 from runner_lib.core import checkpointing
 from runner_lib.core import errors
 from runner_lib.core import interrupt
@@ -190,8 +189,12 @@ class Trainer(object):
       fused_update: bool, the optimizer's fused kernel where it has one
         (optimization.AdamWeightDecay's `fused`): faster, not the original's
         float32 rounding, so for reduced-precision training only. Where
-        the fused CPU kernels are switched on (layers.set_fused_kernels)
-        and XLA is not, AdamWeightDecay uses its own exact one instead.
+        the model's options choose the CPU kernel "adam_weight_decay",
+        AdamWeightDecay uses that exact one instead.
+
+    Raises:
+      ValueError: jit_compile with a model whose options choose a fused
+        CPU kernel (XLA cannot compile a custom op).
     """
     self.strategy = strategy
     self.loss_fn = loss_fn
@@ -204,14 +207,13 @@ class Trainer(object):
     self.accumulation = gradient_accumulation_steps
     self.chief = is_chief(strategy)
     with strategy.scope():
-      # XLA cannot compile the fused CPU kernels (a custom op): a step it
-      # compiles is built without them, whatever set_policy said.
-      fused = layers.fused_kernels_enabled()
-      layers.set_fused_kernels(fused and not jit_compile)
-      try:
-        self.model = model_fn()
-      finally:
-        layers.set_fused_kernels(fused)
+      self.model = model_fn()
+      self.options = self.model.bert.options
+      if jit_compile and self.options.kernels:
+        raise ValueError(
+            "XLA cannot compile the fused CPU kernels %s: build the model "
+            "with options without them (precision.set_policy with "
+            "jit_compile does)." % sorted(self.options.kernels))
       _check_all_mapped(self.model)
       # The model's trainable variables, not each variable's own flag: a
       # layer frozen with `layer.trainable = False` (a feature-based task's
@@ -222,7 +224,8 @@ class Trainer(object):
       self.names = list(weights)
       self.trainable = [weights[n] for n in self.names]
       self.optimizer = optimization.OPTIMIZERS[optimizer](
-          weights, fused=fused_update, fused_kernel=fused and not jit_compile)
+          weights, fused=fused_update,
+          fused_kernel=self.options.uses("adam_weight_decay"))
       self.global_step = tf.Variable(
           0, dtype=tf.int64, trainable=False, name="global_step",
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
@@ -563,7 +566,7 @@ class Trainer(object):
     if micro_batch > 1:
       cuts.append("--gradient_accumulation_steps=%d (the same update from "
                   "smaller micro-batches)" % (self.accumulation * 2))
-    if precision.computes_in_float32():
+    if precision.computes_in_float32(self.options):
       cuts.append("--precision=bfloat16")
     cuts.append("a smaller --train_batch_size or --max_seq_length")
     latest = checkpointing.step_of(self.checkpoint.latest())

@@ -28,9 +28,10 @@ class NerTask(task.Task):
     super().__init__(config, max_seq_length)
     self.label_list = list(label_list)
 
-  def build_model(self):
+  def build_model(self, options=None):
     """BertTokenClassifier with one output per tag."""
-    return modeling.BertTokenClassifier(self.config, len(self.label_list))
+    return modeling.BertTokenClassifier(self.config, len(self.label_list),
+                                        options=options)
 
   def name_to_features(self, is_training):
     """The same records for training, evaluation and prediction."""
@@ -81,8 +82,8 @@ class FeatureBasedNerTask(NerTask):
     self.weighted_sum = weighted_sum
     self.lstm_units = lstm_units
 
-  def build_model(self):
+  def build_model(self, options=None):
     """BertFeatureTagger; BERT's variables are not trainable."""
     return modeling.BertFeatureTagger(
         self.config, len(self.label_list), self.feature_layers,
-        self.weighted_sum, self.lstm_units)
+        self.weighted_sum, self.lstm_units, options=options)

@@ -111,12 +111,12 @@ class PretrainingTask(task.Task):
     del is_training
     return ()
 
-  def build_model(self):
+  def build_model(self, options=None):
     """BertPretrainer; causal attention for "ltr", no NSP head but for
     "mlm_nsp"."""
     return modeling.BertPretrainer(
         self.config, causal_attention=self.objective == "ltr",
-        next_sentence=self.objective == "mlm_nsp")
+        next_sentence=self.objective == "mlm_nsp", options=options)
 
   def _outputs(self, model, batch, training):
     if self.objective == "ltr":

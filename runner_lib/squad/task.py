@@ -27,9 +27,9 @@ class SquadTask(task.Task):
 
   HEADS = (modeling.SquadHead,)
 
-  def build_model(self):
+  def build_model(self, options=None):
     """BertSquadModel."""
-    return modeling.BertSquadModel(self.config)
+    return modeling.BertSquadModel(self.config, options=options)
 
   def name_to_features(self, is_training):
     """Training records carry start/end positions; prediction records the

@@ -18,9 +18,10 @@ class SwagTask(task.Task):
   # Reads each choice's [CLS] position only.
   SKIP_PADDING = True
 
-  def build_model(self):
+  def build_model(self, options=None):
     """BertMultipleChoice over NUM_CHOICES choices."""
-    return modeling.BertMultipleChoice(self.config, data.NUM_CHOICES)
+    return modeling.BertMultipleChoice(self.config, data.NUM_CHOICES,
+                                       options=options)
 
   def name_to_features(self, is_training):
     """The same records for training, evaluation and prediction."""

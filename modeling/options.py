@@ -1,0 +1,66 @@
+"""ComputeOptions: what a model's layers compute in, given to them when
+they are made (BertModel's options argument), never read from a global.
+
+The default is the original's arithmetic through TensorFlow's own ops:
+float32 matmuls, no fused kernel. runner_lib.core.precision turns
+--precision and --fused_kernels into the options of a run.
+"""
+
+import dataclasses
+
+import tensorflow as tf
+
+from modeling import fused_kernels
+
+# The fused CPU kernels by name (modeling/fused_kernels.py), each used
+# where a layer's arithmetic is its: "bias_gelu", a Dense layer's bias add
+# and GELU; "bias_add", a bias add between two bfloat16 matmuls (the
+# attention's projections); "attention_softmax", the attention's scale,
+# mask, softmax and dropout; "add_layer_norm", a residual add and
+# LayerNorm; "dropout", every other dropout; "adam_weight_decay", the
+# original optimizer's update (runner_lib.core.optimization).
+KERNELS = ("bias_gelu", "bias_add", "attention_softmax", "add_layer_norm",
+           "dropout", "adam_weight_decay")
+
+
+@dataclasses.dataclass(frozen=True)
+class ComputeOptions:
+  """What a model's layers compute in.
+
+  Attributes:
+    matmul_dtype: tf.float32 (the original's arithmetic), or tf.bfloat16:
+      every matmul (dense layers, attention scores and contexts, output
+      layers, the masked LM's logits) and its gradients over bfloat16
+      copies of the operands, each product back in float32 (or bfloat16
+      where it only feeds another matmul and a fused kernel rounds it
+      once). Weights and everything elementwise stay float32.
+    kernels: frozenset of names from KERNELS, the fused CPU kernels the
+      layers use where the library is built; empty: TensorFlow's own ops
+      only. For training on CPUs without XLA; never in an exported graph
+      (it must load where the library is absent).
+  """
+
+  matmul_dtype: tf.DType = tf.float32
+  kernels: frozenset = frozenset()
+
+  def __post_init__(self):
+    object.__setattr__(self, "matmul_dtype", tf.as_dtype(self.matmul_dtype))
+    object.__setattr__(self, "kernels", frozenset(self.kernels))
+    unknown = self.kernels.difference(KERNELS)
+    if unknown:
+      raise ValueError("Unknown fused kernels %s (expected some of %s)" %
+                       (sorted(unknown), ", ".join(KERNELS)))
+
+  def uses(self, kernel):
+    """Whether the layers use the fused kernel named kernel: chosen, and
+    the library built and loaded here."""
+    return kernel in self.kernels and fused_kernels.available()
+
+  def without_kernels(self):
+    """These options with no fused kernel (TensorFlow's own ops)."""
+    return dataclasses.replace(self, kernels=frozenset())
+
+
+def resolve(options):
+  """options, or the default ComputeOptions() where None."""
+  return ComputeOptions() if options is None else options
