@@ -210,14 +210,12 @@ def test_two_worker_multi_worker_mirrored_matches_one_worker(data, tmp_path):
 
 def test_fused_kernels_false_trains_with_tensorflows_ops_alone(data, tmp_path):
   # float32 training with the kernels (the default) and without. The
-  # kernels float32 uses are meant to round as TensorFlow's ops do, but
-  # that holds only where TensorFlow picks the kernels they were matched
-  # to: on an AVX2-only EPYC (oneDNN off) 10 weights of 25k differed after
-  # these 4 steps, by at most 4.6e-7 relative (the key biases, whose true
-  # gradient is 0, by 1.7e-12). The bound: a few float32 roundings (2^-24
-  # each) per step carried through 4 Adam updates, and an absolute floor
-  # for weights that only collect rounding; a wrong kernel moves weights
-  # by far more.
+  # kernels compute their own float32 arithmetic (each within ~1e-6 of its
+  # formula in float64), so the weights part in the last bits. The bound:
+  # a few float32 roundings (2^-24 each) per op and step carried through 4
+  # Adam updates, and an absolute floor for weights that only collect
+  # rounding (the key biases, whose true gradient is 0); a wrong kernel
+  # moves weights by far more.
   started = [conftest.popen(command(
       data, tmp_path / name, num_train_steps="4", save_checkpoints_steps="4",
       do_eval="false", **flags)) for name, flags in (

@@ -1,0 +1,130 @@
+"""What each fused CPU kernel earns: BERT-Base training steps with every
+kernel, with none (TensorFlow's own ops, --fused_kernels=false), and with
+each kernel off in turn (modeling.ComputeOptions' kernels).
+
+Workloads, BERT-Base (L=12 H=768), sequence length 128:
+- pretraining: bench_pretraining's step (batch 8, 20 predictions, masked
+  LM + next sentence, AdamW with clipping);
+- fine-tuning: bench_classifier's step (a 2-class classifier, 40 real
+  tokens of 128 padded: the runners' batches) at --finetune_batch.
+For each workload and precision, each variant is timed against "all"
+(every kernel), their calls alternated, medians: two models alive at a
+time, as BERT-Base trainers take about 2 GB each. "kernel saves" is
+t(variant) / t(all) - 1 for the variant without that kernel: the share of
+a step that kernel saves; for "none", what all of them save together. A
+kernel that saves less than 3% of a step in the precision it serves does
+not earn its place (issue 54).
+
+  .venv/bin/python benchmarks/profiling/ablate_kernels.py
+      [--workloads=pretraining,fine-tuning] [--precisions=float32,bfloat16]
+      [--repeats=3]
+"""
+
+import functools
+import gc
+import os
+import sys
+import tempfile
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
+import tensorflow as tf
+
+from benchmarks.lib import results
+from benchmarks.lib import timing
+from benchmarks.lib import train_steps
+import modeling
+from modeling import fused_kernels
+from modeling import options as options_lib
+from runner_lib.classifier import task as classifier
+from runner_lib.core import training
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("workloads", ["pretraining", "fine-tuning"],
+                  "pretraining, fine-tuning.")
+flags.DEFINE_list("precisions", ["float32", "bfloat16"],
+                  "float32, bfloat16 (the runners' --precision on a CPU).")
+flags.DEFINE_enum("shape", "base", ["base", "small"],
+                  "BERT-Base, or L=4 H=256 (train_steps.SHAPES).")
+flags.DEFINE_integer("finetune_batch", 8, "The fine-tuning step's batch.")
+flags.DEFINE_integer("repeats", 3, "Timed steps of each variant and of "
+                     "'all' beside it.")
+results.define_flags()
+
+# The kernels each precision's step runs (bias_add: between bfloat16
+# matmuls only).
+USED = {"float32": [k for k in options_lib.KERNELS if k != "bias_add"],
+        "bfloat16": list(options_lib.KERNELS)}
+COLUMNS = ["workload", "precision", "variant", "ms", "ms of all beside it",
+           "kernel saves %"]
+
+
+def step(workload, precision, kernels):
+  """A blocking call of one training step of workload, built with the
+  fused kernels named."""
+  fields, batch_size, seq_length, predictions = train_steps.SHAPES[
+      FLAGS.shape]
+  config = modeling.BertConfig(**fields)
+  dtype = getattr(tf, precision)
+  if workload == "pretraining":
+    batch = train_steps.make_batch(config, batch_size, seq_length,
+                                   predictions)
+    fn = train_steps.ours_step(config, batch, seq_length, predictions,
+                               False, dtype, kernels)
+  else:
+    batch = train_steps.classifier_batch(FLAGS.finetune_batch, seq_length,
+                                         40)
+    task = classifier.ClassificationTask(config, seq_length, ["0", "1"])
+    trainer = training.Trainer(
+        tf.distribute.get_strategy(), functools.partial(
+            task.build_model, modeling.ComputeOptions(dtype, kernels)),
+        task.loss, tempfile.mkdtemp(), 2e-5, 10000, 100,
+        fused_update=precision != "float32")
+    fn = tf.function(lambda: trainer.train_step(batch))
+  return lambda: float(fn())
+
+
+def ablate(workload, precision):
+  """Rows of COLUMNS for one workload and precision."""
+  used = USED[precision]
+  variants = {"none": ()}
+  variants.update({"without " + k: [u for u in used if u != k]
+                   for k in used})
+  everything = step(workload, precision, used)
+  rows = []
+  for name, kernels in variants.items():
+    medians = timing.alternated_medians(
+        {"all": everything, name: step(workload, precision, kernels)},
+        FLAGS.repeats, warmup=1)
+    saves = 100 * (medians[name] / medians["all"] - 1)
+    gc.collect()  # The variant's model, before the next is built.
+    rows.append([workload, precision, name, round(1000 * medians[name], 1),
+                 round(1000 * medians["all"], 1), round(saves, 1)])
+    print("%-11s %-8s %-28s %8.1f ms (all %8.1f ms) saves %5.1f%%" %
+          tuple(rows[-1]), flush=True)
+  return rows
+
+
+def main(argv):
+  del argv
+  if not fused_kernels.available():
+    sys.exit("The fused kernels are not built (make setup).")
+  print("TensorFlow %s, %s, %d repeats (medians)" % (
+      tf.__version__, results.device_name(), FLAGS.repeats))
+  rows = [row for workload in FLAGS.workloads
+          for precision in FLAGS.precisions
+          for row in ablate(workload, precision)]
+  if FLAGS.record:
+    results.record(
+        "ablate_kernels",
+        [results.table("%s training steps, each fused kernel off in turn" %
+                       ("BERT-Base" if FLAGS.shape == "base" else "L=4 H=256"),
+                       COLUMNS, rows)],
+        results.flag_settings(FLAGS))
+
+
+if __name__ == "__main__":
+  app.run(main)
