@@ -76,13 +76,20 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
   elif FLAGS.do_train and outdir_lock.lock_until_exit(FLAGS.output_dir):
     checkpointing.remove_temporaries(FLAGS.output_dir)
   return training.Trainer(
-      strategy, task.model_builder(skips_padding(task, strategy),
-                                   FLAGS.gradient_checkpointing, options),
-      task.loss,
-      FLAGS.output_dir, FLAGS.learning_rate, num_train_steps, num_warmup_steps,
-      FLAGS.iterations_per_loop, FLAGS.save_checkpoints_steps,
-      FLAGS.keep_checkpoint_max, FLAGS.use_xla,
-      FLAGS.gradient_accumulation_steps, FLAGS.optimizer,
+      strategy,
+      model_fn=task.model_builder(skips_padding(task, strategy),
+                                  FLAGS.gradient_checkpointing, options),
+      loss_fn=task.loss,
+      output_dir=FLAGS.output_dir,
+      learning_rate=FLAGS.learning_rate,
+      num_train_steps=num_train_steps,
+      num_warmup_steps=num_warmup_steps,
+      iterations_per_loop=FLAGS.iterations_per_loop,
+      save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+      keep_checkpoint_max=FLAGS.keep_checkpoint_max,
+      jit_compile=FLAGS.use_xla,
+      gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+      optimizer=FLAGS.optimizer,
       loss_scaling=FLAGS.precision == "float16",
       # float32 keeps the original's rounding, op for op.
       fused_update=FLAGS.precision != "float32" and FLAGS.fused_kernels)
