@@ -53,7 +53,7 @@ def bench(name, jit_compile, precision):
   per variant of ours.
 
   In bfloat16, "ours" is what --precision=bfloat16 runs (bfloat16 matmuls,
-  float32 elsewhere: modeling.layers.set_matmul_dtype) and "ours_keras" our
+  float32 elsewhere: modeling.ComputeOptions' matmul_dtype) and "ours_keras" our
   model under Keras' mixed_bfloat16 policy, as Model Garden's is.
 
   Returns:

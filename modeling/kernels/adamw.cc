@@ -15,7 +15,7 @@
 // (modeling/fused_kernels.py, EXACT_SOURCES); sqrt and division
 // vectorize as IEEE's correctly rounded instructions.
 // Built by modeling/fused_kernels.py (make setup) and used by training on
-// CPUs in both precisions (set_fused_kernels).
+// CPUs in both precisions (modeling.ComputeOptions' "adam_weight_decay").
 
 #include <algorithm>
 #include <cmath>

@@ -8,8 +8,7 @@
 // (FusedDropoutGrad): the upstream gradient scaled where kept, without
 // computing the uniforms again. Outputs and gradients are bit-identical
 // to the composite's (tests/test_fused_kernels.py compares them with
-// tf.random.stateless_uniform's masks), so float32 training may use it
-// too.
+// tf.random.stateless_uniform's masks).
 // (The uniforms: philox.h.)
 
 #include "tensorflow/core/framework/common_shape_fns.h"
