@@ -17,6 +17,7 @@ from official.nlp.modeling import models
 from benchmarks.lib import model_garden
 import modeling
 from modeling import options as options_lib
+from runner_lib.classifier import task as classifier
 from runner_lib.core import training
 from runner_lib.pretraining import task as pretraining
 from tests import reference
@@ -88,6 +89,23 @@ def ours_step(config, batch, seq_length, predictions, jit_compile,
       tf.distribute.get_strategy(), functools.partial(
           task.build_model, modeling.ComputeOptions(matmul_dtype, kernels)),
       task.loss, tempfile.mkdtemp(), 1e-4, 100000, 1000,
+      jit_compile=jit_compile, fused_update=matmul_dtype != tf.float32)
+  return tf.function(lambda: trainer.train_step(batch))
+
+
+def classifier_step(config, batch, jit_compile, matmul_dtype=tf.float32,
+                    kernels=None):
+  """Our fine-tuning step (a 2-class classifier on batch, from
+  classifier_batch) as run_classifier.py builds it on a CPU; matmul_dtype
+  and kernels as ours_step's."""
+  task = classifier.ClassificationTask(config, batch["input_ids"].shape[1],
+                                       ["0", "1"])
+  if kernels is None:
+    kernels = () if jit_compile else options_lib.KERNELS
+  trainer = training.Trainer(
+      tf.distribute.get_strategy(), functools.partial(
+          task.build_model, modeling.ComputeOptions(matmul_dtype, kernels)),
+      task.loss, tempfile.mkdtemp(), 2e-5, 10000, 100,
       jit_compile=jit_compile, fused_update=matmul_dtype != tf.float32)
   return tf.function(lambda: trainer.train_step(batch))
 

@@ -20,11 +20,9 @@ not earn its place (issue 54).
       [--repeats=3]
 """
 
-import functools
 import gc
 import os
 import sys
-import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
@@ -39,8 +37,6 @@ from benchmarks.lib import train_steps
 import modeling
 from modeling import fused_kernels
 from modeling import options as options_lib
-from runner_lib.classifier import task as classifier
-from runner_lib.core import training
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("workloads", ["pretraining", "fine-tuning"],
@@ -77,13 +73,7 @@ def step(workload, precision, kernels):
   else:
     batch = train_steps.classifier_batch(FLAGS.finetune_batch, seq_length,
                                          40)
-    task = classifier.ClassificationTask(config, seq_length, ["0", "1"])
-    trainer = training.Trainer(
-        tf.distribute.get_strategy(), functools.partial(
-            task.build_model, modeling.ComputeOptions(dtype, kernels)),
-        task.loss, tempfile.mkdtemp(), 2e-5, 10000, 100,
-        fused_update=precision != "float32")
-    fn = tf.function(lambda: trainer.train_step(batch))
+    fn = train_steps.classifier_step(config, batch, False, dtype, kernels)
   return lambda: float(fn())
 
 

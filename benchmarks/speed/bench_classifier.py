@@ -17,10 +17,8 @@ bfloat16.
       [--profile=3]
 """
 
-import functools
 import os
 import sys
-import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
@@ -39,9 +37,7 @@ from benchmarks.lib import timing
 from benchmarks.lib import train_steps
 from benchmarks.lib.shapes import SHAPES
 import modeling
-from modeling import options as options_lib
 from runner_lib.classifier import task as classifier
-from runner_lib.core import training
 from tests import reference
 
 FLAGS = flags.FLAGS
@@ -83,14 +79,8 @@ def steps(config, batch, precision):
   compute = tf.bfloat16 if precision == "bfloat16" else tf.float32
   # As the runners' --precision on a CPU (precision.set_policy): every
   # fused kernel, none in a step XLA compiles.
-  options = modeling.ComputeOptions(
-      compute, () if FLAGS.jit_compile else options_lib.KERNELS)
-  trainer = training.Trainer(tf.distribute.get_strategy(),
-                             functools.partial(task.build_model, options),
-                             task.loss, tempfile.mkdtemp(), 2e-5, 10000, 100,
-                             jit_compile=FLAGS.jit_compile,
-                             fused_update=precision != "float32")
-  ours = tf.function(lambda: trainer.train_step(batch))
+  ours = train_steps.classifier_step(config, batch, FLAGS.jit_compile,
+                                     compute)
   tf_keras.mixed_precision.set_global_policy(
       "mixed_bfloat16" if precision == "bfloat16" else "float32")
   try:
