@@ -76,38 +76,38 @@ def make_batch(config, batch_size, seq_length, predictions):
   }
 
 
-def ours_step(config, batch, seq_length, predictions, jit_compile,
-              matmul_dtype=tf.float32, kernels=None):
-  """Our pre-training step as the runners build it on a CPU; matmul_dtype:
-  modeling.ComputeOptions' (the model built under Keras' current global
-  policy), other than float32 with the fused update; without XLA every
-  fused CPU kernel, or those named by kernels."""
-  task = pretraining.PretrainingTask(config, seq_length, predictions)
+def _task_step(task, batch, jit_compile, matmul_dtype, kernels, schedule):
+  """task's training step on batch as the runners build it on a CPU:
+  matmul_dtype as modeling.ComputeOptions' (the model built under Keras'
+  current global policy), other than float32 with the fused update;
+  without XLA every fused CPU kernel, or those named by kernels; schedule:
+  (learning rate, train steps, warm-up steps)."""
   if kernels is None:
     kernels = () if jit_compile else options_lib.KERNELS
   trainer = training.Trainer(
       tf.distribute.get_strategy(), functools.partial(
           task.build_model, modeling.ComputeOptions(matmul_dtype, kernels)),
-      task.loss, tempfile.mkdtemp(), 1e-4, 100000, 1000,
-      jit_compile=jit_compile, fused_update=matmul_dtype != tf.float32)
+      task.loss, tempfile.mkdtemp(), *schedule, jit_compile=jit_compile,
+      fused_update=matmul_dtype != tf.float32)
   return tf.function(lambda: trainer.train_step(batch))
+
+
+def ours_step(config, batch, seq_length, predictions, jit_compile,
+              matmul_dtype=tf.float32, kernels=None):
+  """Our pre-training step (see _task_step)."""
+  task = pretraining.PretrainingTask(config, seq_length, predictions)
+  return _task_step(task, batch, jit_compile, matmul_dtype, kernels,
+                    (1e-4, 100000, 1000))
 
 
 def classifier_step(config, batch, jit_compile, matmul_dtype=tf.float32,
                     kernels=None):
-  """Our fine-tuning step (a 2-class classifier on batch, from
-  classifier_batch) as run_classifier.py builds it on a CPU; matmul_dtype
-  and kernels as ours_step's."""
+  """Our fine-tuning step, a 2-class classifier on batch (from
+  classifier_batch), as run_classifier.py builds it (see _task_step)."""
   task = classifier.ClassificationTask(config, batch["input_ids"].shape[1],
                                        ["0", "1"])
-  if kernels is None:
-    kernels = () if jit_compile else options_lib.KERNELS
-  trainer = training.Trainer(
-      tf.distribute.get_strategy(), functools.partial(
-          task.build_model, modeling.ComputeOptions(matmul_dtype, kernels)),
-      task.loss, tempfile.mkdtemp(), 2e-5, 10000, 100,
-      jit_compile=jit_compile, fused_update=matmul_dtype != tf.float32)
-  return tf.function(lambda: trainer.train_step(batch))
+  return _task_step(task, batch, jit_compile, matmul_dtype, kernels,
+                    (2e-5, 10000, 100))
 
 
 def model_garden_step(config, batch, jit_compile):
