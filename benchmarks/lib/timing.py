@@ -7,8 +7,8 @@ import time
 import tensorflow as tf
 
 
-def alternated_medians(runs, repeats, warmup=2):
-  """Median seconds per call of each function, calls alternated.
+def alternated_times(runs, repeats, warmup=2):
+  """Seconds of each call of each function, calls alternated.
 
   Args:
     runs: dict name -> function of no arguments that blocks until its work
@@ -17,7 +17,8 @@ def alternated_medians(runs, repeats, warmup=2):
     warmup: int, untimed calls of each first (tracing, caches).
 
   Returns:
-    dict name -> median seconds.
+    dict name -> list of repeats seconds; entry i of each list is from
+    round i (the functions called one after another).
   """
   for fn in runs.values():
     for _ in range(warmup):
@@ -28,7 +29,25 @@ def alternated_medians(runs, repeats, warmup=2):
       start = time.perf_counter()
       fn()
       times[name].append(time.perf_counter() - start)
-  return {name: statistics.median(t) for name, t in times.items()}
+  return times
+
+
+def alternated_medians(runs, repeats, warmup=2):
+  """Median seconds per call of each function, calls alternated
+  (alternated_times' arguments).
+
+  Returns:
+    dict name -> median seconds.
+  """
+  return {name: statistics.median(t) for name, t in
+          alternated_times(runs, repeats, warmup).items()}
+
+
+def paired_ratio(times, name, base):
+  """The median over rounds of times[name][i] / times[base][i]: a ratio
+  of two alternated functions that a slow drift of the machine's speed
+  (which moves both calls of a round alike) leaves alone."""
+  return statistics.median(a / b for a, b in zip(times[name], times[base]))
 
 
 def matmul_run(dtype, size=2048, count=8):

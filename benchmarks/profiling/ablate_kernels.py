@@ -9,19 +9,21 @@ Workloads, BERT-Base (L=12 H=768), sequence length 128:
   tokens of 128 padded: the runners' batches) at --finetune_batch.
 For each workload and precision, each variant is timed against "all"
 (every kernel), their calls alternated, medians: two models alive at a
-time, as BERT-Base trainers take about 2 GB each. "kernel saves" is
-t(variant) / t(all) - 1 for the variant without that kernel: the share of
-a step that kernel saves; for "none", what all of them save together. A
-kernel that saves less than 3% of a step in the precision it serves does
-not earn its place (issue 54).
+time, as BERT-Base trainers take about 2 GB each. "kernel saves" is the
+median over rounds of t(variant) / t(all) - 1, each round's two calls
+back to back (a drift of the machine's speed moves both), for the
+variant without that kernel: the share of a step that kernel saves; for
+"none", what all of them save together. A kernel that saves less than 3%
+of a step in the precision it serves does not earn its place (issue 54).
 
   .venv/bin/python benchmarks/profiling/ablate_kernels.py
       [--workloads=pretraining,fine-tuning] [--precisions=float32,bfloat16]
-      [--repeats=3]
+      [--repeats=3] [--variants=none,dropout,...]
 """
 
 import gc
 import os
+import statistics
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -48,6 +50,8 @@ flags.DEFINE_enum("shape", "base", ["base", "small"],
 flags.DEFINE_integer("finetune_batch", 8, "The fine-tuning step's batch.")
 flags.DEFINE_integer("repeats", 3, "Timed steps of each variant and of "
                      "'all' beside it.")
+flags.DEFINE_list("variants", None, "Only these variants: none, or a "
+                  "kernel's name for the variant without it (default all).")
 results.define_flags()
 
 # The kernels each precision's step runs (bias_add: between bfloat16
@@ -81,15 +85,18 @@ def ablate(workload, precision):
   """Rows of COLUMNS for one workload and precision."""
   used = USED[precision]
   variants = {"none": ()}
-  variants.update({"without " + k: [u for u in used if u != k]
-                   for k in used})
+  variants.update({k: [u for u in used if u != k] for k in used})
+  if FLAGS.variants:
+    variants = {k: v for k, v in variants.items() if k in FLAGS.variants}
   everything = step(workload, precision, used)
   rows = []
-  for name, kernels in variants.items():
-    medians = timing.alternated_medians(
+  for kernel, kernels in variants.items():
+    name = kernel if kernel == "none" else "without " + kernel
+    times = timing.alternated_times(
         {"all": everything, name: step(workload, precision, kernels)},
         FLAGS.repeats, warmup=1)
-    saves = 100 * (medians[name] / medians["all"] - 1)
+    medians = {k: statistics.median(t) for k, t in times.items()}
+    saves = 100 * (timing.paired_ratio(times, name, "all") - 1)
     gc.collect()  # The variant's model, before the next is built.
     rows.append([workload, precision, name, round(1000 * medians[name], 1),
                  round(1000 * medians["all"], 1), round(saves, 1)])
@@ -102,6 +109,10 @@ def main(argv):
   del argv
   if not fused_kernels.available():
     sys.exit("The fused kernels are not built (make setup).")
+  unknown = set(FLAGS.variants or ()) - {"none", *options_lib.KERNELS}
+  if unknown:
+    sys.exit("--variants: unknown %s (expected none or one of %s)" % (
+        ", ".join(sorted(unknown)), ", ".join(options_lib.KERNELS)))
   print("TensorFlow %s, %s, %d repeats (medians)" % (
       tf.__version__, results.device_name(), FLAGS.repeats))
   rows = [row for workload in FLAGS.workloads
