@@ -4,7 +4,9 @@ Every number in docs/benchmarks.md, docs/results.md and the README's short
 table comes from the records the benchmarks append (benchmarks/lib/
 results.py), never from a hand: this script reads them all, keeps the
 newest record of each benchmark per machine and settings, and rewrites
-the text between marker lines in the pages,
+the text between marker lines in the pages (a record from an uncommitted
+tree is kept in its file but never shown: the benchmarks page counts
+them),
 
   <!-- report:begin NAME -->
   ...
@@ -216,10 +218,8 @@ def day(entry):
 
 
 def provenance(entry):
-  """"Commit abc1234, 2025-06-01", noting an uncommitted tree."""
-  return "Commit %s%s, %s" % (
-      entry.get("commit") or "unknown",
-      " (uncommitted tree)" if entry.get("dirty") else "", day(entry))
+  """"Commit abc1234, 2025-06-01"."""
+  return "Commit %s, %s" % (entry.get("commit") or "unknown", day(entry))
 
 
 # Settings that say where a run wrote its scratch files, not how it ran.
@@ -342,12 +342,22 @@ def is_speed(entry):
   return entry["benchmark"] not in OUTPUTS and entry["benchmark"] != QUALITY
 
 
-def benchmarks_block(records):
+def benchmarks_block(records, uncommitted=0):
+  """The speed records per machine; uncommitted: how many records were
+  left out as coming from an uncommitted tree."""
   speed = [e for e in records if is_speed(e)]
   if not speed:
-    return ("Not recorded yet: run `make benchmark` (see "
+    text = ("Not recorded yet: run `make benchmark` (see "
             "[benchmarks/README.md](../benchmarks/README.md)).")
-  return machine_sections(speed, lambda name: name)
+  else:
+    text = machine_sections(speed, lambda name: name)
+  if uncommitted:
+    text = ("%d %s in benchmarks/results/ came from an uncommitted tree: "
+            "not shown here nor on any page (run the benchmark again from "
+            "a commit).\n\n%s" % (
+                uncommitted, "record" if uncommitted == 1 else "records",
+                text))
+  return text
 
 
 def speed_ratios(records):
@@ -400,8 +410,7 @@ def glance_block(records):
         if name not in seen and len(rows) < GLANCE_ROWS:
           seen.add(name)
           rows.append([name, value, results.machine_key(entry["machine"]),
-                       day(entry) + (" (uncommitted tree)"
-                                     if entry.get("dirty") else "")])
+                       day(entry)])
   links = ("All tables, per machine: [docs/benchmarks.md]"
            "(docs/benchmarks.md) (speed) and [docs/results.md]"
            "(docs/results.md) (fine-tuning quality).")
@@ -661,22 +670,26 @@ def output_block(records, name):
   fence = "```"
   while any(fence in line for line in lines):
     fence += "`"
-  return "%stext\n%s\n%s\n(recorded on %s, %s, %scommit %s%s)" % (
+  return "%stext\n%s\n%s\n(recorded on %s, %s, %scommit %s)" % (
       fence, "\n".join(lines), fence, results.machine_key(entry["machine"]),
       day(entry), "took %d s, " % seconds[0] if seconds else "",
-      entry.get("commit") or "unknown",
-      ", uncommitted tree" if entry.get("dirty") else "")
+      entry.get("commit") or "unknown")
 
 
 def render(records):
   """Every block's text and the figure's bars, from all records.
 
+  Records from an uncommitted tree are left out: a page's number must be
+  one that its commit can reproduce.
+
   Returns:
     (dict (page, block) -> markdown, speed_ratios() of the records).
   """
-  kept = newest(records)
+  committed = [e for e in records if not e.get("dirty")]
+  kept = newest(committed)
   bars = speed_ratios(kept)
-  blocks = {(BENCHMARKS_PAGE, "benchmarks"): benchmarks_block(kept),
+  blocks = {(BENCHMARKS_PAGE, "benchmarks"): benchmarks_block(
+      kept, len(records) - len(committed)),
             (BENCHMARKS_PAGE, "benchmarks-figure"): figure_block(bars),
             (RESULTS_PAGE, "results"): results_block(kept),
             (TRAINING_PAGE, "bfloat16-speed"): bfloat16_speed_block(kept),

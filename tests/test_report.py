@@ -31,12 +31,15 @@ def entry(date, rows, machine=INTEL, repeats=3, headline=None,
 
 
 # Two machines; on the Intel one a record superseded by a newer one with
-# the same settings, and one with other settings.
+# the same settings, and one with other settings; and a newer one still
+# from an uncommitted tree, which no page shows.
 RECORDS = [
     entry("2025-01-01T10:00:00Z", [["base", 1.5]],
           headline={"x base: ours/peer": 1.5}),
-    entry("2025-02-01T10:00:00Z", [["base", 1.25]], dirty=True,
+    entry("2025-02-01T10:00:00Z", [["base", 1.25]], commit="bcd2345",
           headline={"x base: ours/peer": 1.25}),
+    entry("2025-03-01T10:00:00Z", [["base", 9.75]], dirty=True,
+          headline={"x base: ours/peer": 9.75}),
     entry("2025-01-15T10:00:00Z", [["small", 0.9]], repeats=1,
           headline={"x small: ours/peer": 0.9}),
     entry("2025-01-10T10:00:00Z", [["base", 2]], machine=AMD,
@@ -44,6 +47,9 @@ RECORDS = [
 ]
 
 EXPECTED_BENCHMARKS = """\
+1 record in benchmarks/results/ came from an uncommitted tree: not shown \
+here nor on any page (run the benchmark again from a commit).
+
 ### Intel Xeon Platinum 8481C (AMX), 2 cores
 
 Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz, 2 cores; avx512f, \
@@ -52,7 +58,7 @@ Linux 6.1.
 
 #### bench_x
 
-Commit abc1234 (uncommitted tree), 2025-02-01. Settings: `repeats=3`.
+Commit bcd2345, 2025-02-01. Settings: `repeats=3`.
 
 **Speed**
 
@@ -87,7 +93,7 @@ EXPECTED_GLANCE = """\
 |  | value | machine | date |
 | --- | ---: | --- | --- |
 | x base: ours/peer | 1.25 | Intel Xeon Platinum 8481C (AMX), 2 cores | \
-2025-02-01 (uncommitted tree) |
+2025-02-01 |
 | x small: ours/peer | 0.9 | Intel Xeon Platinum 8481C (AMX), 2 cores | \
 2025-01-15 |
 
@@ -139,7 +145,7 @@ def test_the_real_pages_agree_with_the_real_records():
 def test_newest_record_per_machine_and_settings():
   kept = report.newest(RECORDS)
   assert [(e["date"][:10], e["settings"]["repeats"]) for e in kept] == [
-      ("2025-02-01", 3), ("2025-01-15", 1), ("2025-01-10", 3)]
+      ("2025-03-01", 3), ("2025-01-15", 1), ("2025-01-10", 3)]
 
 
 def test_benchmarks_block_one_section_per_machine():
@@ -198,21 +204,29 @@ def test_results_block_and_empty_blocks():
 
 def test_output_block_is_the_recorded_output():
   run = entry("2025-04-01T00:00:00Z", [], benchmark="quickstart-mrpc",
-              commit="1234abc", dirty=True)
+              commit="1234abc")
   run["tables"] = [results.output_table(["eval_accuracy = 0.86",
                                          "global_step = 343"])]
   blocks, _ = report.render([run])
   assert blocks[report.README, "quickstart-mrpc"] == (
       "```text\neval_accuracy = 0.86\nglobal_step = 343\n```\n"
       "(recorded on Intel Xeon Platinum 8481C (AMX), 2 cores, 2025-04-01, "
-      "commit 1234abc, uncommitted tree)")
+      "commit 1234abc)")
   # With its wall time (benchmarks/checks/quickstarts.py records it).
   run["tables"].append({"title": "Wall time", "columns": ["seconds"],
                         "rows": [[644]]})
-  run["dirty"] = False
   blocks, _ = report.render([run])
   assert blocks[report.README, "quickstart-mrpc"].endswith(
       "2 cores, 2025-04-01, took 644 s, commit 1234abc)")
+  # A newer run from an uncommitted tree is not shown: the page keeps the
+  # committed one, and says nothing of it where there is none.
+  newer = dict(run, date="2025-05-01T00:00:00Z", dirty=True,
+               tables=[results.output_table(["eval_accuracy = 0.99"])])
+  blocks, _ = report.render([run, newer])
+  assert "0.86" in blocks[report.README, "quickstart-mrpc"]
+  blocks, _ = report.render([newer])
+  assert blocks[report.README, "quickstart-mrpc"].startswith(
+      "Not recorded yet:")
 
 
 def test_write_keeps_text_outside_the_markers(tmp_path):
