@@ -13,17 +13,28 @@ time, as BERT-Base trainers take about 2 GB each. "kernel saves" is the
 median over rounds of t(variant) / t(all) - 1, each round's two calls
 back to back (a drift of the machine's speed moves both), for the
 variant without that kernel: the share of a step that kernel saves; for
-"none", what all of them save together. A kernel that saves less than 3%
-of a step in the precision it serves does not earn its place (issue 54).
+"none", what all of them save together.
+
+--measure=memory measures instead the peak memory of one step of each
+variant, each in a fresh process running TensorFlow's BFC CPU allocator
+(TF_CPU_ALLOCATOR_USE_BFC, as bench_memory.py: the tensors' bytes, with
+oneDNN on or off), after a first step that traces it and makes the
+optimizer's slots. "kernel saves MB" is peak(variant) - peak(all).
+
+A kernel that saves less than 3% of a step in the precision it serves,
+and no memory to speak of, does not earn its place (issue 54).
 
   .venv/bin/python benchmarks/profiling/ablate_kernels.py
-      [--workloads=pretraining,fine-tuning] [--precisions=float32,bfloat16]
-      [--repeats=3] [--variants=none,dropout,...]
+      [--measure=time|memory] [--workloads=pretraining,fine-tuning]
+      [--precisions=float32,bfloat16] [--repeats=3]
+      [--variants=none,dropout,...]
 """
 
 import gc
+import json
 import os
 import statistics
+import subprocess
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -52,6 +63,12 @@ flags.DEFINE_integer("repeats", 3, "Timed steps of each variant and of "
                      "'all' beside it.")
 flags.DEFINE_list("variants", None, "Only these variants: none, or a "
                   "kernel's name for the variant without it (default all).")
+flags.DEFINE_enum("measure", "time", ["time", "memory"],
+                  "time: step times beside 'all'; memory: each variant's "
+                  "peak memory in a fresh process.")
+flags.DEFINE_string("child", None, "Internal (--measure=memory): measure "
+                    "one variant here, given as JSON [workload, precision, "
+                    "kernels].")
 results.define_flags()
 
 # The kernels each precision's step runs (bias_add: between bfloat16
@@ -60,6 +77,8 @@ USED = {"float32": [k for k in options_lib.KERNELS if k != "bias_add"],
         "bfloat16": list(options_lib.KERNELS)}
 COLUMNS = ["workload", "precision", "variant", "ms", "ms of all beside it",
            "kernel saves %"]
+MEMORY_COLUMNS = ["workload", "precision", "variant", "peak MB",
+                  "kernel saves MB"]
 
 
 def step(workload, precision, kernels):
@@ -81,17 +100,26 @@ def step(workload, precision, kernels):
   return lambda: float(fn())
 
 
+def variants(precision):
+  """{"none" or the kernel left out: the kernels used} of a precision."""
+  used = USED[precision]
+  chosen = {"none": ()}
+  chosen.update({k: [u for u in used if u != k] for k in used})
+  if FLAGS.variants:
+    chosen = {k: v for k, v in chosen.items() if k in FLAGS.variants}
+  return chosen
+
+
+def variant_name(kernel):
+  return kernel if kernel == "none" else "without " + kernel
+
+
 def ablate(workload, precision):
   """Rows of COLUMNS for one workload and precision."""
-  used = USED[precision]
-  variants = {"none": ()}
-  variants.update({k: [u for u in used if u != k] for k in used})
-  if FLAGS.variants:
-    variants = {k: v for k, v in variants.items() if k in FLAGS.variants}
-  everything = step(workload, precision, used)
+  everything = step(workload, precision, USED[precision])
   rows = []
-  for kernel, kernels in variants.items():
-    name = kernel if kernel == "none" else "without " + kernel
+  for kernel, kernels in variants(precision).items():
+    name = variant_name(kernel)
     times = timing.alternated_times(
         {"all": everything, name: step(workload, precision, kernels)},
         FLAGS.repeats, warmup=1)
@@ -105,26 +133,79 @@ def ablate(workload, precision):
   return rows
 
 
+def peak_in_child(workload, precision, kernels):
+  """Peak bytes of one step of a variant, measured in a fresh process
+  (main with --child) running TensorFlow's BFC CPU allocator."""
+  env = dict(os.environ, TF_CPU_ALLOCATOR_USE_BFC="true")
+  result = subprocess.run(
+      [sys.executable, os.path.abspath(__file__), "--norecord",
+       "--shape=" + FLAGS.shape, "--finetune_batch=%d" % FLAGS.finetune_batch,
+       "--child=" + json.dumps([workload, precision, list(kernels)])],
+      env=env, capture_output=True, text=True, check=False)
+  if result.returncode:
+    sys.exit("The measuring process failed: %s" % result.stderr[-2000:])
+  return json.loads(result.stdout.strip().splitlines()[-1])["peak"]
+
+
+def measure_child():
+  """--child: prints {"peak": bytes} of one step after a first one."""
+  workload, precision, kernels = json.loads(FLAGS.child)
+  fn = step(workload, precision, kernels)
+  fn()  # Traced, the optimizer's slots made.
+  gc.collect()
+  tf.config.experimental.reset_memory_stats("CPU:0")
+  fn()
+  print(json.dumps(
+      {"peak": tf.config.experimental.get_memory_info("CPU:0")["peak"]}))
+
+
+def ablate_memory(workload, precision):
+  """Rows of MEMORY_COLUMNS for one workload and precision."""
+  mb = 1e-6
+  everything = peak_in_child(workload, precision, USED[precision])
+  rows = [[workload, precision, "all", round(everything * mb, 1), 0.0]]
+  print("%-11s %-8s %-28s %8.1f MB" % tuple(rows[-1][:4]), flush=True)
+  for kernel, kernels in variants(precision).items():
+    peak = peak_in_child(workload, precision, kernels)
+    rows.append([workload, precision, variant_name(kernel),
+                 round(peak * mb, 1), round((peak - everything) * mb, 1)])
+    print("%-11s %-8s %-28s %8.1f MB, kernel saves %8.1f MB" %
+          tuple(rows[-1]), flush=True)
+  return rows
+
+
 def main(argv):
   del argv
+  if FLAGS.child:
+    measure_child()
+    return
   if not fused_kernels.available():
     sys.exit("The fused kernels are not built (make setup).")
   unknown = set(FLAGS.variants or ()) - {"none", *options_lib.KERNELS}
   if unknown:
     sys.exit("--variants: unknown %s (expected none or one of %s)" % (
         ", ".join(sorted(unknown)), ", ".join(options_lib.KERNELS)))
-  print("TensorFlow %s, %s, %d repeats (medians)" % (
-      tf.__version__, results.device_name(), FLAGS.repeats))
-  rows = [row for workload in FLAGS.workloads
-          for precision in FLAGS.precisions
-          for row in ablate(workload, precision)]
+  model = "BERT-Base" if FLAGS.shape == "base" else "L=4 H=256"
+  if FLAGS.measure == "memory":
+    print("TensorFlow %s, %s, peak memory of a step (BFC allocator)" % (
+        tf.__version__, results.device_name()))
+    rows = [row for workload in FLAGS.workloads
+            for precision in FLAGS.precisions
+            for row in ablate_memory(workload, precision)]
+    table = results.table(
+        "%s training steps' peak memory (TensorFlow's BFC CPU allocator), "
+        "each fused kernel off in turn" % model, MEMORY_COLUMNS, rows)
+  else:
+    print("TensorFlow %s, %s, %d repeats (medians)" % (
+        tf.__version__, results.device_name(), FLAGS.repeats))
+    rows = [row for workload in FLAGS.workloads
+            for precision in FLAGS.precisions
+            for row in ablate(workload, precision)]
+    table = results.table(
+        "%s training steps, each fused kernel off in turn" % model, COLUMNS,
+        rows)
   if FLAGS.record:
-    results.record(
-        "ablate_kernels",
-        [results.table("%s training steps, each fused kernel off in turn" %
-                       ("BERT-Base" if FLAGS.shape == "base" else "L=4 H=256"),
-                       COLUMNS, rows)],
-        results.flag_settings(FLAGS))
+    results.record("ablate_kernels", [table], results.flag_settings(FLAGS))
 
 
 if __name__ == "__main__":
