@@ -30,6 +30,7 @@ under XLA (which cannot compile a custom op), and exported SavedModels
 never hold them (they must load where this library is absent).
 """
 
+import functools
 import glob
 import os
 import subprocess
@@ -41,8 +42,6 @@ import tensorflow as tf
 KERNELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                            "kernels")
 LIBRARY = os.path.join(KERNELS_DIR, "_fused_ops.so")
-
-_loaded = []  # [ops module or None], once loaded or found missing.
 
 
 def sources(kernels_dir=None):
@@ -118,25 +117,28 @@ def ops():
   fused_adam_weight_decay), or
   None where the library is missing or stale (older than a source) or
   fails to load (warned about once)."""
-  if not _loaded:
-    module, problem = None, None
-    if not os.path.exists(LIBRARY):
-      problem = "%s is missing" % LIBRARY
-    elif os.path.getmtime(LIBRARY) < max(
-        os.path.getmtime(path) for path in sources()[1]):
-      problem = "%s is older than its sources" % LIBRARY
-    else:
-      try:
-        module = tf.load_op_library(LIBRARY)
-      except (tf.errors.NotFoundError, OSError) as e:
-        problem = "%s does not load (%s)" % (LIBRARY, e)
-    if problem:
-      logging.warning(
-          "The fused CPU kernels are not used: %s; `make setup` builds "
-          "them. Training runs TensorFlow's own ops instead (slower, "
-          "the same functions).", problem)
-    _loaded.append(module)
-  return _loaded[0]
+  return _load()
+
+
+@functools.cache
+def _load():
+  """ops(), looked for once per process (_load.cache_clear() looks
+  again)."""
+  if not os.path.exists(LIBRARY):
+    problem = "%s is missing" % LIBRARY
+  elif os.path.getmtime(LIBRARY) < max(
+      os.path.getmtime(path) for path in sources()[1]):
+    problem = "%s is older than its sources" % LIBRARY
+  else:
+    try:
+      return tf.load_op_library(LIBRARY)
+    except (tf.errors.NotFoundError, OSError) as e:
+      problem = "%s does not load (%s)" % (LIBRARY, e)
+  logging.warning(
+      "The fused CPU kernels are not used: %s; `make setup` builds "
+      "them. Training runs TensorFlow's own ops instead (slower, "
+      "the same functions).", problem)
+  return None
 
 
 def available():

@@ -35,7 +35,7 @@ def kernels():
     problem = fused_kernels.build()
     if problem:
       pytest.skip("the fused kernel cannot be built here: " + problem)
-    fused_kernels._loaded.clear()  # pylint: disable=protected-access
+    fused_kernels._load.cache_clear()  # pylint: disable=protected-access
   assert fused_kernels.available()
   return fused_kernels.ops()
 
@@ -644,14 +644,18 @@ def test_xla_refuses_a_model_with_them_and_runs_one_without(kernels):
 def test_without_the_library_tensorflows_ops_run_with_one_warning(
     tmp_path, monkeypatch, caplog):
   monkeypatch.setattr(fused_kernels, "LIBRARY", str(tmp_path / "none.so"))
-  monkeypatch.setattr(fused_kernels, "_loaded", [])
-  made = layers.Dense(4, activation=layers.gelu,
-                      options=modeling.ComputeOptions(tf.bfloat16, ALL))
-  made.build([None, 3])
-  x = tf.constant([[1.0, -2.0, 0.5]])
-  assert made.epilogue.__name__ == "bias_activation"
-  assert "FusedBiasGelu" not in graph_op_types(made, x)
-  made(x)
+  fused_kernels._load.cache_clear()  # pylint: disable=protected-access
+  try:
+    made = layers.Dense(4, activation=layers.gelu,
+                        options=modeling.ComputeOptions(tf.bfloat16, ALL))
+    made.build([None, 3])
+    x = tf.constant([[1.0, -2.0, 0.5]])
+    assert made.epilogue.__name__ == "bias_activation"
+    assert "FusedBiasGelu" not in graph_op_types(made, x)
+    made(x)
+  finally:
+    # The real library again for the tests after this one.
+    fused_kernels._load.cache_clear()  # pylint: disable=protected-access
   warnings = [r for r in caplog.records
               if "fused CPU kernels are not used" in r.getMessage()]
   assert len(warnings) == 1
