@@ -1,8 +1,7 @@
 """Training checkpoints that readers of Google's checkpoints read as the
 original's: model.ckpt-N holds only weights under the original names, their
 adam_m / adam_v slots and global_step; the rest of the training state lies
-in the model.ckpt-N.train_state sidecar, and resuming reads both (and the
-one-file checkpoints of earlier versions)."""
+in the model.ckpt-N.train_state sidecar, and resuming reads both."""
 
 import logging
 import re
@@ -78,17 +77,6 @@ def test_the_checkpoint_holds_what_the_originals_hold_and_resumes_exactly(
   assert tf.train.latest_checkpoint(str(tmp_path / "out")) == prefix
 
   fresh = trained(tmp_path / "out", optimizer, steps=0)
-  assert fresh.checkpoint.restore_latest() == prefix
-  assert_same(values(fresh), values(trainer))
-
-
-def test_an_earlier_versions_one_file_checkpoint_resumes_exactly(tmp_path):
-  trainer = trained(tmp_path / "out", "lamb")
-  prefix = checkpoint_dir.step_prefix(str(tmp_path / "out"), trainer.step)
-  # As earlier versions wrote it: everything in model.ckpt-N.
-  modeling.save_variables(prefix, trainer.checkpoint.variables)
-  checkpoint_dir.write_state(str(tmp_path / "out"), [trainer.step])
-  fresh = trained(tmp_path / "out", "lamb", steps=0)
   assert fresh.checkpoint.restore_latest() == prefix
   assert_same(values(fresh), values(trainer))
 

@@ -8,12 +8,11 @@ load_tf_weights_in_bert stops at, or writes into a weight, any name it does
 not know). The rest of the training state (the dropout generators' states,
 so that a resumed run continues the same random stream; LAMB's slots;
 float16 loss scaling) goes beside it in model.ckpt-STEP.train_state, a
-checkpoint of its own, written first. Checkpoints of earlier versions,
-which held that state in model.ckpt-STEP, are read too. The `checkpoint`
-state file is rewritten atomically after the data and index files are
-complete. Which checkpoints a folder holds, and the state file's
-format, are modeling/checkpoint_dir.py's, so that an `--init_checkpoint`
-directory reads as resuming does.
+checkpoint of its own, written first. The `checkpoint` state file is
+rewritten atomically after the data and index files are complete. Which
+checkpoints a folder holds, and the state file's format, are
+modeling/checkpoint_dir.py's, so that an `--init_checkpoint` directory
+reads as resuming does.
 
 Resuming trusts no file blindly: the state file names the newest
 checkpoint, but each candidate is read in full (index and every tensor,
@@ -90,8 +89,7 @@ class TrainingCheckpoint(object):
         corrupted (nothing is assigned).
       modeling.CheckpointError: a variable is missing or misshapen.
     """
-    # Each name from the sidecar where it has it, else from prefix (an
-    # earlier version's checkpoint holds everything there).
+    # Each name from the checkpoint that holds it: prefix, or its sidecar.
     readers = [(prefix, modeling.open_checkpoint(prefix))]
     sidecar = prefix + TRAIN_STATE_SUFFIX
     if tf.io.gfile.exists(sidecar + ".index"):
@@ -103,8 +101,8 @@ class TrainingCheckpoint(object):
     lacking = sorted(n for n in self.variables
                      if checkpoint_dir.is_sidecar_state(n) and n not in shapes)
     if lacking and self._sidecars_elsewhere(prefix):
-      # Not the original's (which has none), nor an earlier version's
-      # (which has the state in prefix): ours, its sidecar lost.
+      # Not the original's (which has no sidecar anywhere): ours, its
+      # sidecar lost.
       raise modeling.DamagedCheckpointError(
           "Checkpoint %s lacks its training state %s.* (other checkpoints "
           "in %s have theirs): it was removed or never completed." %
