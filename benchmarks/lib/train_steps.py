@@ -3,7 +3,6 @@ Model Garden's BertPretrainerV2 with the same config, masked-LM +
 next-sentence losses and AdamW with global-norm clipping; a sentence-pair
 classification batch."""
 
-import functools
 import tempfile
 
 import numpy as np
@@ -76,17 +75,20 @@ def make_batch(config, batch_size, seq_length, predictions):
   }
 
 
-def _task_step(task, batch, jit_compile, matmul_dtype, kernels, schedule):
+def _task_step(task, batch, jit_compile, matmul_dtype, kernels, schedule,
+               skip_padding=False):
   """task's training step on batch as the runners build it on a CPU:
   matmul_dtype as modeling.ComputeOptions' (the model built under Keras'
   current global policy), other than float32 with the fused update;
   without XLA every fused CPU kernel, or those named by kernels; schedule:
-  (learning rate, train steps, warm-up steps)."""
+  (learning rate, train steps, warm-up steps); skip_padding: the encoder
+  on real tokens only (Task.model_builder)."""
   if kernels is None:
     kernels = () if jit_compile else options_lib.KERNELS
   trainer = training.Trainer(
-      tf.distribute.get_strategy(), functools.partial(
-          task.build_model, modeling.ComputeOptions(matmul_dtype, kernels)),
+      tf.distribute.get_strategy(), task.model_builder(
+          skip_padding, options=modeling.ComputeOptions(matmul_dtype,
+                                                        kernels)),
       task.loss, tempfile.mkdtemp(), *schedule, jit_compile=jit_compile,
       fused_update=matmul_dtype != tf.float32)
   return tf.function(lambda: trainer.train_step(batch))
@@ -101,13 +103,13 @@ def ours_step(config, batch, seq_length, predictions, jit_compile,
 
 
 def classifier_step(config, batch, jit_compile, matmul_dtype=tf.float32,
-                    kernels=None):
+                    kernels=None, skip_padding=False):
   """Our fine-tuning step, a 2-class classifier on batch (from
   classifier_batch), as run_classifier.py builds it (see _task_step)."""
   task = classifier.ClassificationTask(config, batch["input_ids"].shape[1],
                                        ["0", "1"])
   return _task_step(task, batch, jit_compile, matmul_dtype, kernels,
-                    (2e-5, 10000, 100))
+                    (2e-5, 10000, 100), skip_padding)
 
 
 def model_garden_step(config, batch, jit_compile):

@@ -5,8 +5,10 @@ each kernel off in turn (modeling.ComputeOptions' kernels).
 Workloads, BERT-Base (L=12 H=768), sequence length 128:
 - pretraining: bench_pretraining's step (batch 8, 20 predictions, masked
   LM + next sentence, AdamW with clipping);
-- fine-tuning: bench_classifier's step (a 2-class classifier, 40 real
-  tokens of 128 padded: the runners' batches) at --finetune_batch.
+- fine-tuning: bench_classifier's step (a 2-class classifier, 40 to 128
+  real tokens of 128) at --finetune_batch; with --skip_padding the
+  encoder computes on the real tokens only, as the runners' trimmed
+  batches without XLA do.
 For each workload and precision, each variant is timed against "all"
 (every kernel), their calls alternated, medians: two models alive at a
 time, as BERT-Base trainers take about 2 GB each. "kernel saves" is the
@@ -59,6 +61,8 @@ flags.DEFINE_list("precisions", ["float32", "bfloat16"],
 flags.DEFINE_enum("shape", "base", ["base", "small"],
                   "BERT-Base, or L=4 H=256 (train_steps.SHAPES).")
 flags.DEFINE_integer("finetune_batch", 8, "The fine-tuning step's batch.")
+flags.DEFINE_bool("skip_padding", False, "The fine-tuning step's encoder "
+                  "on real tokens only (BertModel.skip_padding).")
 flags.DEFINE_integer("repeats", 3, "Timed steps of each variant and of "
                      "'all' beside it.")
 flags.DEFINE_list("variants", None, "Only these variants: none, or a "
@@ -96,7 +100,8 @@ def step(workload, precision, kernels):
   else:
     batch = train_steps.classifier_batch(FLAGS.finetune_batch, seq_length,
                                          40)
-    fn = train_steps.classifier_step(config, batch, False, dtype, kernels)
+    fn = train_steps.classifier_step(config, batch, False, dtype, kernels,
+                                     FLAGS.skip_padding)
   return lambda: float(fn())
 
 
@@ -140,6 +145,7 @@ def peak_in_child(workload, precision, kernels):
   result = subprocess.run(
       [sys.executable, os.path.abspath(__file__), "--norecord",
        "--shape=" + FLAGS.shape, "--finetune_batch=%d" % FLAGS.finetune_batch,
+       "--skip_padding=%s" % FLAGS.skip_padding,
        "--child=" + json.dumps([workload, precision, list(kernels)])],
       env=env, capture_output=True, text=True, check=False)
   if result.returncode:
