@@ -100,7 +100,7 @@ def set_policy(precision, jit_compile=False, fused_kernels=True):
       elementwise kernels run at half the speed of its float32 ones on
       CPUs, and Keras' mixed_bfloat16 policy, which runs those in
       bfloat16 too, made a pre-training step 1.11x (BERT-Base) to 1.22x
-      (L=4) slower (benchmarks/bench_pretraining.py); on a GPU or TPU,
+      (L=4) slower (benchmarks/speed/bench_pretraining.py); on a GPU or TPU,
       where bfloat16 elementwise work is native and halves the memory
       traffic, Keras' mixed_bfloat16 policy; "float16": Keras'
       mixed_float16 (with the Trainer's loss scaling).
