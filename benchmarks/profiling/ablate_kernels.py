@@ -83,6 +83,8 @@ COLUMNS = ["workload", "precision", "variant", "ms", "ms of all beside it",
            "kernel saves %"]
 MEMORY_COLUMNS = ["workload", "precision", "variant", "peak MB",
                   "kernel saves MB"]
+# The longest a --measure=memory process may take.
+CHILD_SECONDS = 1800
 
 
 def step(workload, precision, kernels):
@@ -142,12 +144,21 @@ def peak_in_child(workload, precision, kernels):
   """Peak bytes of one step of a variant, measured in a fresh process
   (main with --child) running TensorFlow's BFC CPU allocator."""
   env = dict(os.environ, TF_CPU_ALLOCATOR_USE_BFC="true")
-  result = subprocess.run(
-      [sys.executable, os.path.abspath(__file__), "--norecord",
-       "--shape=" + FLAGS.shape, "--finetune_batch=%d" % FLAGS.finetune_batch,
-       "--skip_padding=%s" % FLAGS.skip_padding,
-       "--child=" + json.dumps([workload, precision, list(kernels)])],
-      env=env, capture_output=True, text=True, check=False)
+  try:
+    # A BERT-Base child takes about 35 s on 2 cores: the bound is for a
+    # hang, not a slow machine.
+    result = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--norecord",
+         "--shape=" + FLAGS.shape,
+         "--finetune_batch=%d" % FLAGS.finetune_batch,
+         "--skip_padding=%s" % FLAGS.skip_padding,
+         "--child=" + json.dumps([workload, precision, list(kernels)])],
+        env=env, capture_output=True, text=True, check=False,
+        timeout=CHILD_SECONDS)
+  except subprocess.TimeoutExpired:
+    sys.exit("The measuring process of %s %s without %s ran past %d s." % (
+        workload, precision, sorted(set(USED[precision]) - set(kernels)),
+        CHILD_SECONDS))
   if result.returncode:
     sys.exit("The measuring process failed: %s" % result.stderr[-2000:])
   return json.loads(result.stdout.strip().splitlines()[-1])["peak"]
