@@ -420,4 +420,4 @@ class SquadModule(modules.ServingModule):
             "best_non_null_text": tf.where(found, text, "")}
 
   def signatures(self):
-    return {"serving_default": self.serve.get_concrete_function()}
+    return {"serving_default": self.serve}
