@@ -7,7 +7,8 @@
                 task
   classifier/   GLUE / XNLI readers, features and the classification task
   squad/        SQuAD reading, windowed features, the span task, answers
-                and the official scores
+                and the official scores (and their TensorFlow twins for
+                serving)
   swag/         SWAG's reader, four-choice records, the multiple-choice
                 task
   ner/          CoNLL-2003's reader, word-piece tagging records, the
@@ -18,5 +19,6 @@
 
 Imports point one way: runners -> task packages -> core -> modeling /
 tokenization. The core imports no task package, and no task package
-imports another.
+imports another, except serving, which builds on the task packages it
+serves (one home for each task's rules, e.g. SQuAD's windows).
 """

@@ -1,6 +1,7 @@
 """The import direction the layout promises: runners -> task packages ->
-core -> modeling / tokenization, read from the source; and that the
-scripts keep TensorFlow from importing Keras 3."""
+core -> modeling / tokenization, where serving builds on the task packages
+it serves, read from the source; and that the scripts keep TensorFlow from
+importing Keras 3."""
 
 import ast
 import os
@@ -51,13 +52,30 @@ def test_core_imports_no_task_package():
                      for package in TASK_PACKAGES), (path, name)
 
 
-@pytest.mark.parametrize("package", TASK_PACKAGES)
+@pytest.mark.parametrize(
+    "package", [p for p in TASK_PACKAGES if p != "serving"])
 def test_task_packages_import_no_other_task_package(package):
+  # Serving among the others too: nothing it serves imports it.
   others = [p for p in TASK_PACKAGES if p != package]
   for path in modules_of(os.path.join(LIBRARY, package)):
     for name in imported_modules(path):
       assert not any(name.startswith("runner_lib." + other)
                      for other in others), (path, name)
+
+
+def test_serving_builds_on_the_task_packages():
+  # The one exception: a serving module takes its task's rules from the
+  # task package (SQuAD's windows and n-best search are squad/graph.py's,
+  # beside the Python they mirror). It imports no runner: the runner
+  # export_saved_model.py imports it.
+  runners = {name[:-3] for name in os.listdir(REPO_ROOT)
+             if name.endswith(".py")}
+  serving = os.path.join(LIBRARY, "serving")
+  for path in modules_of(serving):
+    for name in imported_modules(path):
+      assert name.split(".")[0] not in runners, (path, name)
+  assert "runner_lib.squad.graph" in imported_modules(
+      os.path.join(serving, "squad.py"))
 
 
 @pytest.mark.parametrize("package", ["modeling", "tokenization"])

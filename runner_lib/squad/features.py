@@ -17,6 +17,13 @@ import tokenization
 FIRST_UNIQUE_ID = 1000000000
 # Examples whose features are logged in full, as the original logs them.
 LOGGED_EXAMPLES = 20
+# [CLS], [SEP] and [SEP] around the question and a window: a window holds
+# max_seq_length - len(question) - SPECIAL_TOKENS WordPieces (also in
+# graph.doc_windows).
+SPECIAL_TOKENS = 3
+# A window's length in a token's max-context score, the original's
+# "0.01 * doc_span.length" (also in graph.max_context).
+MAX_CONTEXT_LENGTH_WEIGHT = 0.01
 
 
 class InputFeatures(object):
@@ -118,7 +125,8 @@ def max_context_spans(doc_spans, num_tokens):
     end = span.start + span.length - 1
     inside = positions[span.start:end + 1]
     scores[span_index, span.start:end + 1] = (
-        np.minimum(inside - span.start, end - inside) + 0.01 * span.length)
+        np.minimum(inside - span.start, end - inside) +
+        MAX_CONTEXT_LENGTH_WEIGHT * span.length)
   # argmax takes the first of equal scores, as the original's strict ">".
   return scores.argmax(axis=0)
 
@@ -233,10 +241,9 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length,
     if is_training:
       answer = _answer_pieces(example, document, pieces, tokenizer)
     num_tokens = len(document.all_doc_tokens)
-    # The -3 accounts for [CLS], [SEP] and [SEP].
-    doc_spans = doc_spans_for(num_tokens,
-                              max_seq_length - len(query_tokens) - 3,
-                              doc_stride)
+    doc_spans = doc_spans_for(
+        num_tokens, max_seq_length - len(query_tokens) - SPECIAL_TOKENS,
+        doc_stride)
     best_span = max_context_spans(doc_spans, num_tokens)
     # The window's first token follows [CLS] question [SEP].
     doc_offset = len(query_tokens) + 2

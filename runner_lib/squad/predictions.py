@@ -120,7 +120,8 @@ def _detokenize(tok_tokens):
 
 
 # The null score is the minimum over an example's windows, started here as
-# the original starts it (kept as it is, an int, for identical JSON).
+# the original starts it (kept as it is, an int, for identical JSON; also
+# graph.null_score's).
 NULL_SCORE_START = 1000000
 
 # The best [CLS] (null answer) score over an example's windows.
