@@ -30,9 +30,11 @@ def trained(tmp_path, optimizer, steps=2):
   after `steps` steps."""
   config = tiny_config()
   task = pretraining.PretrainingTask(config, 8, 2)
-  trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
-                             task.loss, str(tmp_path), 1e-3, 10, 1,
-                             optimizer=optimizer, loss_scaling=True)
+  trainer = training.Trainer(
+      tf.distribute.get_strategy(), task.build_model, task.loss,
+      training.TrainingConfig(
+          output_dir=str(tmp_path), learning_rate=1e-3, num_train_steps=10,
+          num_warmup_steps=1, optimizer=optimizer, loss_scaling=True))
   batch = test_training.pretraining_batch(config)
   step = tf.function(lambda: trainer.train_step(batch))
   for _ in range(steps):
@@ -120,8 +122,11 @@ def test_the_originals_checkpoint_resumes_with_fresh_dropout_and_says_so(
   task = pretraining.PretrainingTask(config, 8, 2)
 
   def trainer():
-    return training.Trainer(tf.distribute.get_strategy(), task.build_model,
-                            task.loss, str(tmp_path / "out"), 1e-3, 10, 1)
+    return training.Trainer(
+        tf.distribute.get_strategy(), task.build_model, task.loss,
+        training.TrainingConfig(
+            output_dir=str(tmp_path / "out"), learning_rate=1e-3,
+            num_train_steps=10, num_warmup_steps=1))
 
   before = trainer()
   tf.function(lambda: before.train_step(test_training.pretraining_batch(

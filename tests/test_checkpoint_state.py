@@ -27,9 +27,11 @@ CONFIG = tiny_config(vocab_size=len(cpd.SPECIAL + cpd.WORDS + cpd.PIECES))
 
 def trainer(output_dir):
   task = pretraining.PretrainingTask(CONFIG, 16, 4)
-  return training.Trainer(tf.distribute.get_strategy(), task.build_model,
-                          task.loss, output_dir, 1e-4, 10, 1,
-                          keep_checkpoint_max=2)
+  return training.Trainer(
+      tf.distribute.get_strategy(), task.build_model, task.loss,
+      training.TrainingConfig(output_dir=output_dir, learning_rate=1e-4,
+                              num_train_steps=10, num_warmup_steps=1,
+                              keep_checkpoint_max=2))
 
 
 def train_and_save(output_dir, steps=(1, 2, 3)):

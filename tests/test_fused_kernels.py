@@ -381,7 +381,9 @@ def three_steps(kernels, matmul_dtype, skip_padding):
   trainer = training.Trainer(
       tf.distribute.get_strategy(),
       task.model_builder(skip_padding, options=modeling.ComputeOptions(
-          matmul_dtype, kernels)), task.loss, tempfile.mkdtemp(), 1e-2, 10, 1)
+          matmul_dtype, kernels)), task.loss, training.TrainingConfig(
+              output_dir=tempfile.mkdtemp(), learning_rate=1e-2,
+              num_train_steps=10, num_warmup_steps=1))
   start = [w.numpy() for w in trainer.model.weights]
   step = tf.function(lambda: trainer.train_step(batch))
   losses = [float(step()) for _ in range(3)]
@@ -632,11 +634,15 @@ def test_xla_refuses_a_model_with_them_and_runs_one_without(kernels):
     training.Trainer(
         tf.distribute.get_strategy(), task.model_builder(
             False, options=modeling.ComputeOptions(tf.bfloat16, ALL)),
-        task.loss, tempfile.mkdtemp(), 1e-3, 10, 1, jit_compile=True)
+        task.loss, training.TrainingConfig(
+            output_dir=tempfile.mkdtemp(), learning_rate=1e-3,
+            num_train_steps=10, num_warmup_steps=1, jit_compile=True))
   trainer = training.Trainer(
       tf.distribute.get_strategy(), task.model_builder(
           False, options=precision.set_policy("bfloat16", jit_compile=True)),
-      task.loss, tempfile.mkdtemp(), 1e-3, 10, 1, jit_compile=True)
+      task.loss, training.TrainingConfig(
+          output_dir=tempfile.mkdtemp(), learning_rate=1e-3,
+          num_train_steps=10, num_warmup_steps=1, jit_compile=True))
   step = tf.function(lambda: trainer.train_step(batch), jit_compile=True)
   assert np.isfinite(float(step()))
 

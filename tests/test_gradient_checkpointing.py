@@ -56,7 +56,9 @@ def train_both(tmp_path, task, batch, steps, skip_padding=False):
     trainer = training.Trainer(
         tf.distribute.get_strategy(),
         task.model_builder(skip_padding, gradient_checkpointing=recompute),
-        task.loss, str(tmp_path / str(recompute)), 1e-3, 10, 0)
+        task.loss, training.TrainingConfig(
+            output_dir=str(tmp_path / str(recompute)), learning_rate=1e-3,
+            num_train_steps=10, num_warmup_steps=0))
     assert trainer.model.bert.gradient_checkpointing == recompute
     if initial is None:
       initial = [v.numpy() for v in trainer.trainable]
@@ -153,10 +155,12 @@ for recompute in (False, True):
       strategy, task.model_builder(bool(trim) and not settings["xla"],
                                    gradient_checkpointing=recompute,
                                    options=options),
-      task.loss, tempfile.mkdtemp(), 1e-3, 4, 1,
-      jit_compile=settings["xla"],
-      gradient_accumulation_steps=settings["accumulation"],
-      fused_update=settings["precision"] != "float32")
+      task.loss, training.TrainingConfig(
+          output_dir=tempfile.mkdtemp(), learning_rate=1e-3,
+          num_train_steps=4, num_warmup_steps=1,
+          jit_compile=settings["xla"],
+          gradient_accumulation_steps=settings["accumulation"],
+          fused_update=settings["precision"] != "float32"))
   trainer.train(input_pipeline.training_dataset_fn(
       [settings["path"]], task.name_to_features(True),
       8 // strategy.num_replicas_in_sync, 3, trim=trim), 8)

@@ -210,8 +210,10 @@ def test_trainer_stops_a_few_steps_after_a_signal_mid_call(tmp_path):
   # One graph call for all steps: before, it ran them all.
   trainer = training.Trainer(
       tf.distribute.get_strategy(), task.build_model, task.loss,
-      str(tmp_path), 1e-3, steps, 10, iterations_per_loop=1000,
-      save_checkpoints_steps=1000)
+      training.TrainingConfig(
+          output_dir=str(tmp_path), learning_rate=1e-3,
+          num_train_steps=steps, num_warmup_steps=10,
+          iterations_per_loop=1000, save_checkpoints_steps=1000))
 
   def train():
     trainer.train(lambda context, step: tf.data.Dataset.from_tensors(
@@ -237,7 +239,7 @@ def test_trainer_stops_a_few_steps_after_a_signal_mid_call(tmp_path):
       "again to resume." % (stopped, steps, stopped))
   # The step under way and the next one may have read the request before
   # it came; the one after that carries it, and the loop ends a step after
-  # the agreement (Trainer.train).
+  # the agreement (Trainer._train_steps_fn).
   (requested,) = requested_at
   assert 30 <= at[-1] <= requested < stopped <= requested + 3, (
       at[-1], requested, stopped)

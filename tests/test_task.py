@@ -138,8 +138,10 @@ def test_trainer_refuses_variables_outside_the_checkpoint_map(tmp_path):
   with pytest.raises(modeling.CheckpointError) as info:
     training.Trainer(tf.distribute.get_strategy(),
                      lambda: ClassifierWithExtra(config),
-                     lambda model, batch, training: 0.0, str(tmp_path), 1e-4,
-                     10, 1)
+                     lambda model, batch, training: 0.0,
+                     training.TrainingConfig(
+                         output_dir=str(tmp_path), learning_rate=1e-4,
+                         num_train_steps=10, num_warmup_steps=1))
   message = str(info.value)
   assert "2 trainable variable(s) that no checkpoint name covers" in message
   assert "extra/kernel:0" in message and "extra/bias:0" in message
@@ -162,8 +164,10 @@ def test_classifier_eval_results_by_hand():
 def test_feature_based_trainer_trains_only_the_tagger(tmp_path):
   task = ner_task.FeatureBasedNerTask(tiny_config(), SEQ, ["O", "B-X", "I-X"],
                                       (-1, -2), lstm_units=8)
-  trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
-                             task.loss, str(tmp_path), 1e-3, 10, 0)
+  trainer = training.Trainer(
+      tf.distribute.get_strategy(), task.build_model, task.loss,
+      training.TrainingConfig(output_dir=str(tmp_path), learning_rate=1e-3,
+                              num_train_steps=10, num_warmup_steps=0))
   # BERT is frozen (the model's trainable variables leave it out, though
   # each of its tf.Variables still says trainable=True).
   assert trainer.names and all(n.startswith("cls/ner_features/")

@@ -173,8 +173,11 @@ def test_trainer_init_from_google_checkpoint_keeps_its_weights(tmp_path):
   prefix = reference.write_tf1_checkpoint(str(tmp_path / "g" /
                                               "bert_model.ckpt"), weights)
   task = pretraining.PretrainingTask(config, 16, 4)
-  trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
-                             task.loss, str(tmp_path / "out"), 1e-4, 10, 1)
+  trainer = training.Trainer(
+      tf.distribute.get_strategy(), task.build_model, task.loss,
+      training.TrainingConfig(
+          output_dir=str(tmp_path / "out"), learning_rate=1e-4,
+          num_train_steps=10, num_warmup_steps=1))
   assert trainer.initialize(prefix) == 0
   for name, variable in modeling.variable_map(trainer.model).items():
     np.testing.assert_array_equal(variable.numpy(), weights[name])
@@ -220,9 +223,11 @@ def test_loss_scaling_skips_overflowing_steps(tmp_path):
     # 1e35 * 2^15 overflows float32 in the backward pass.
     return tf.where(overflow, loss * 1e35, loss)
 
-  trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
-                             loss_fn, str(tmp_path), 1e-3, 10, 0,
-                             loss_scaling=True)
+  trainer = training.Trainer(
+      tf.distribute.get_strategy(), task.build_model, loss_fn,
+      training.TrainingConfig(
+          output_dir=str(tmp_path), learning_rate=1e-3, num_train_steps=10,
+          num_warmup_steps=0, loss_scaling=True))
   batch = {"input_ids": tf.constant([[2, 5, 6, 3, 7, 3, 0, 0]]),
            "input_mask": tf.constant([[1, 1, 1, 1, 1, 1, 0, 0]]),
            "segment_ids": tf.constant([[0, 0, 0, 0, 1, 1, 0, 0]]),
@@ -356,8 +361,10 @@ def test_accumulated_micro_batches_equal_one_batch(tmp_path):
     tf_keras.utils.set_random_seed(3)
     trainer = training.Trainer(
         tf.distribute.get_strategy(), task.build_model, task.loss,
-        str(tmp_path / str(accumulation)), 1e-2, 10, 0,
-        gradient_accumulation_steps=accumulation)
+        training.TrainingConfig(
+            output_dir=str(tmp_path / str(accumulation)), learning_rate=1e-2,
+            num_train_steps=10, num_warmup_steps=0,
+            gradient_accumulation_steps=accumulation))
     step = tf.function(lambda: trainer.train_step(batch))
     for _ in range(3):
       step()

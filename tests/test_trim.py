@@ -268,7 +268,9 @@ def test_training_skipping_padding_equals_trimmed_training_with_dropout(
     tf_keras.utils.set_random_seed(1)
     trainer = training.Trainer(
         tf.distribute.get_strategy(), task.model_builder(skip), task.loss,
-        str(tmp_path / ("out_%s" % skip)), 1e-3, 4, 1)
+        training.TrainingConfig(
+            output_dir=str(tmp_path / ("out_%s" % skip)), learning_rate=1e-3,
+            num_train_steps=4, num_warmup_steps=1))
     assert trainer.model.bert.skip_padding == skip
     # The same starting weights whatever other tests drew before.
     if initial is None:
@@ -391,9 +393,11 @@ for trim in (task.sequence_features(True), ()):
   # As runner.skips_padding: trimmed and no XLA skips the padding.
   trainer = training.Trainer(
       strategy, task.model_builder(bool(trim) and not settings["xla"]),
-      task.loss, tempfile.mkdtemp(), 1e-3, 4, 1,
-      jit_compile=settings["xla"],
-      gradient_accumulation_steps=settings["accumulation"])
+      task.loss, training.TrainingConfig(
+          output_dir=tempfile.mkdtemp(), learning_rate=1e-3,
+          num_train_steps=4, num_warmup_steps=1,
+          jit_compile=settings["xla"],
+          gradient_accumulation_steps=settings["accumulation"]))
   trainer.train(input_pipeline.training_dataset_fn(
       [settings["path"]], task.name_to_features(True),
       8 // strategy.num_replicas_in_sync, 3, trim=trim), 8)

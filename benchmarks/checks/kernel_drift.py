@@ -66,8 +66,10 @@ def train(kernels):
   trainer = training.Trainer(
       tf.distribute.get_strategy(),
       functools.partial(task.build_model, options), task.loss,
-      tempfile.mkdtemp(), LEARNING_RATE, 1000, 0,
-      fused_update=FLAGS.precision != "float32")
+      training.TrainingConfig(
+          output_dir=tempfile.mkdtemp(), learning_rate=LEARNING_RATE,
+          num_train_steps=1000, num_warmup_steps=0,
+          fused_update=FLAGS.precision != "float32"))
   start = {n: v.numpy() for n, v in zip(trainer.names, trainer.trainable)}
   step = tf.function(lambda: trainer.train_step(batch))
   losses = [float(step()) for _ in range(FLAGS.steps)]

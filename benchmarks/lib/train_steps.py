@@ -85,12 +85,15 @@ def _task_step(task, batch, jit_compile, matmul_dtype, kernels, schedule,
   on real tokens only (Task.model_builder)."""
   if kernels is None:
     kernels = () if jit_compile else options_lib.KERNELS
+  learning_rate, num_train_steps, num_warmup_steps = schedule
   trainer = training.Trainer(
       tf.distribute.get_strategy(), task.model_builder(
           skip_padding, options=modeling.ComputeOptions(matmul_dtype,
                                                         kernels)),
-      task.loss, tempfile.mkdtemp(), *schedule, jit_compile=jit_compile,
-      fused_update=matmul_dtype != tf.float32)
+      task.loss, training.TrainingConfig(
+          output_dir=tempfile.mkdtemp(), learning_rate=learning_rate,
+          num_train_steps=num_train_steps, num_warmup_steps=num_warmup_steps,
+          jit_compile=jit_compile, fused_update=matmul_dtype != tf.float32))
   return tf.function(lambda: trainer.train_step(batch))
 
 

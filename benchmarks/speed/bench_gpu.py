@@ -93,9 +93,11 @@ def classifier_steps(config, batch_size, seq_length):
   batch = train_steps.classifier_batch(batch_size, seq_length,
                                       seq_length // 3)
   task = classifier.ClassificationTask(config, seq_length, ["0", "1"])
-  trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
-                             task.loss, "/tmp/bench_gpu", 2e-5, 10000, 100,
-                             jit_compile=FLAGS.xla)
+  trainer = training.Trainer(
+      tf.distribute.get_strategy(), task.build_model, task.loss,
+      training.TrainingConfig(output_dir="/tmp/bench_gpu", learning_rate=2e-5,
+                              num_train_steps=10000, num_warmup_steps=100,
+                              jit_compile=FLAGS.xla))
   ours = tf.function(lambda: trainer.train_step(batch))
   theirs = model_garden.train_step(
       models.BertClassifier(reference.model_garden_encoder(config),

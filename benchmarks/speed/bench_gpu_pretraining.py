@@ -70,9 +70,12 @@ def bench(shape):
   batch_size = BATCH.get(seq, 32) if name != "tiny" else 8
   predictions = max(1, int(round(seq * 0.15)))
   task = pretraining.PretrainingTask(config, seq, predictions)
-  trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
-                             task.loss, tempfile.mkdtemp(), 1e-4, 10**6,
-                             10**4, jit_compile=FLAGS.use_xla)
+  trainer = training.Trainer(
+      tf.distribute.get_strategy(), task.build_model, task.loss,
+      training.TrainingConfig(output_dir=tempfile.mkdtemp(),
+                              learning_rate=1e-4, num_train_steps=10**6,
+                              num_warmup_steps=10**4,
+                              jit_compile=FLAGS.use_xla))
   rng = np.random.RandomState(0)
   positions = np.sort(np.stack([rng.choice(np.arange(1, seq - 1), predictions,
                                            replace=False)

@@ -176,8 +176,10 @@ def child(point):
         tf.distribute.get_strategy(),
         task.model_builder(False, gradient_checkpointing=recompute,
                            options=options),
-        task.loss, tempfile.mkdtemp(), 2e-5, 10000, 100,
-        fused_update=precision != "float32")
+        task.loss, training.TrainingConfig(
+            output_dir=tempfile.mkdtemp(), learning_rate=2e-5,
+            num_train_steps=10000, num_warmup_steps=100,
+            fused_update=precision != "float32"))
     return tf.function(lambda: trainer.train_step(batch))
 
   def theirs():

@@ -60,9 +60,12 @@ def main(argv):
            "label_mask": tf.constant(label_mask, tf.int32)}
 
   task = ner_task.NerTask(config, seq_length, data.LABELS)
-  trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
-                             task.loss, tempfile.mkdtemp(), 5e-5, 10000, 100,
-                             jit_compile=FLAGS.jit_compile)
+  trainer = training.Trainer(
+      tf.distribute.get_strategy(), task.build_model, task.loss,
+      training.TrainingConfig(output_dir=tempfile.mkdtemp(),
+                              learning_rate=5e-5, num_train_steps=10000,
+                              num_warmup_steps=100,
+                              jit_compile=FLAGS.jit_compile))
   ours = tf.function(lambda: trainer.train_step(batch))
 
   theirs_model = models.BertTokenClassifier(

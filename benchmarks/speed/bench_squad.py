@@ -191,9 +191,12 @@ def bench_finetune():
                                      tf.int32)}
 
   task = squad.SquadTask(config, seq_length)
-  trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
-                             task.loss, tempfile.mkdtemp(), 3e-5, 10000, 100,
-                             jit_compile=FLAGS.jit_compile)
+  trainer = training.Trainer(
+      tf.distribute.get_strategy(), task.build_model, task.loss,
+      training.TrainingConfig(output_dir=tempfile.mkdtemp(),
+                              learning_rate=3e-5, num_train_steps=10000,
+                              num_warmup_steps=100,
+                              jit_compile=FLAGS.jit_compile))
   ours = tf.function(lambda: trainer.train_step(batch))
 
   theirs_model = models.BertSpanLabeler(reference.model_garden_encoder(config))

@@ -48,8 +48,11 @@ def pair_batch(rng, shape, seq_length):
 
 
 def trainer_step(task, batch):
-  trainer = training.Trainer(tf.distribute.get_strategy(), task.build_model,
-                             task.loss, tempfile.mkdtemp(), 2e-5, 10000, 100)
+  trainer = training.Trainer(
+      tf.distribute.get_strategy(), task.build_model, task.loss,
+      training.TrainingConfig(output_dir=tempfile.mkdtemp(),
+                              learning_rate=2e-5, num_train_steps=10000,
+                              num_warmup_steps=100))
   step = tf.function(lambda: trainer.train_step(batch))
   return lambda: float(step())
 

@@ -88,12 +88,13 @@ def ours(task, train, steps, dev, trim, bucket=False, skip_padding=None):
   --bucket_by_length as bucket; the encoder skips padding where the runner
   would, unless skip_padding says otherwise); returns (seconds, trainer)."""
   started = time.perf_counter()
-  trainer = training.Trainer(tf.distribute.get_strategy(),
-                             task.model_builder(trim if skip_padding is None
-                                                else skip_padding),
-                             task.loss, tempfile.mkdtemp(), 2e-5, steps,
-                             steps // 10, iterations_per_loop=steps,
-                             save_checkpoints_steps=10 ** 9)
+  trainer = training.Trainer(
+      tf.distribute.get_strategy(),
+      task.model_builder(trim if skip_padding is None else skip_padding),
+      task.loss, training.TrainingConfig(
+          output_dir=tempfile.mkdtemp(), learning_rate=2e-5,
+          num_train_steps=steps, num_warmup_steps=steps // 10,
+          iterations_per_loop=steps, save_checkpoints_steps=10 ** 9))
   names = task.sequence_features(True) if trim else ()
   trainer.train(input_pipeline.training_dataset_fn(
       [train], task.name_to_features(True), BATCH, 12345, trim=names,
@@ -232,8 +233,10 @@ def squad_training(shape, config, tokenizer, directory):
     started = time.perf_counter()
     trainer = training.Trainer(
         tf.distribute.get_strategy(), task.build_model, task.loss,
-        tempfile.mkdtemp(), 3e-5, steps, steps // 10,
-        iterations_per_loop=steps, save_checkpoints_steps=10 ** 9)
+        training.TrainingConfig(
+            output_dir=tempfile.mkdtemp(), learning_rate=3e-5,
+            num_train_steps=steps, num_warmup_steps=steps // 10,
+            iterations_per_loop=steps, save_checkpoints_steps=10 ** 9))
     trainer.train(input_pipeline.training_dataset_fn(
         [train], task.name_to_features(True), BATCH, 12345,
         trim=task.sequence_features(True) if trim else ()), BATCH)

@@ -80,19 +80,20 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
       model_fn=task.model_builder(skips_padding(task, strategy),
                                   FLAGS.gradient_checkpointing, options),
       loss_fn=task.loss,
-      output_dir=FLAGS.output_dir,
-      learning_rate=FLAGS.learning_rate,
-      num_train_steps=num_train_steps,
-      num_warmup_steps=num_warmup_steps,
-      iterations_per_loop=FLAGS.iterations_per_loop,
-      save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-      keep_checkpoint_max=FLAGS.keep_checkpoint_max,
-      jit_compile=FLAGS.use_xla,
-      gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-      optimizer=FLAGS.optimizer,
-      loss_scaling=FLAGS.precision == "float16",
-      # float32 keeps the original's rounding, op for op.
-      fused_update=FLAGS.precision != "float32" and FLAGS.fused_kernels)
+      config=training.TrainingConfig(
+          output_dir=FLAGS.output_dir,
+          learning_rate=FLAGS.learning_rate,
+          num_train_steps=num_train_steps,
+          num_warmup_steps=num_warmup_steps,
+          iterations_per_loop=FLAGS.iterations_per_loop,
+          save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+          keep_checkpoint_max=FLAGS.keep_checkpoint_max,
+          jit_compile=FLAGS.use_xla,
+          gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+          optimizer=FLAGS.optimizer,
+          loss_scaling=FLAGS.precision == "float16",
+          # float32 keeps the original's rounding, op for op.
+          fused_update=FLAGS.precision != "float32" and FLAGS.fused_kernels))
 
 
 def finetuning_trainer(strategy, task, num_train_examples):
@@ -143,7 +144,7 @@ def train_on_records(trainer, task, train_file, num_examples, per_replica):
   logging.info("***** Running training *****")
   logging.info("  Num examples = %d", num_examples)
   logging.info("  Batch size = %d", FLAGS.train_batch_size)
-  logging.info("  Num steps = %d", trainer.num_train_steps)
+  logging.info("  Num steps = %d", trainer.config.num_train_steps)
   trainer.train(training_dataset_fn(task, trainer.strategy, train_file,
                                     per_replica, num_examples),
                 FLAGS.train_batch_size, FLAGS.max_seq_length)

@@ -1,5 +1,6 @@
 """The train / eval loop every runner shares, on any tf.distribute strategy."""
 
+import dataclasses
 import signal
 import time
 
@@ -151,65 +152,98 @@ def _check_all_mapped(model):
         "checkpoint.py)." % (model.name, len(unmapped), "\n  ".join(unmapped)))
 
 
+@dataclasses.dataclass(frozen=True)
+class TrainingConfig:
+  """How a Trainer trains: schedule, step loop, checkpoints and update.
+
+  The fields are the original BERT's flags of the same names, where it has
+  them (flags.py defines them for every runner).
+
+  Attributes:
+    output_dir: str, where checkpoints and summaries are written.
+    learning_rate: float, the peak learning rate: reached after the warm-up,
+      then decayed linearly to 0 at num_train_steps
+      (optimization.learning_rate_at).
+    num_train_steps: int, updates to train in all: train() stops when
+      global_step reaches it.
+    num_warmup_steps: int, updates over which the learning rate rises
+      linearly from 0 to learning_rate.
+    iterations_per_loop: int, steps per call into the graph.
+    save_checkpoints_steps: int, steps between checkpoints (global_step a
+      multiple of it); the last step is saved too.
+    keep_checkpoint_max: int, how many of the newest checkpoints are kept.
+    jit_compile: bool, compile forward and backward passes with XLA
+      (--use_xla).
+    gradient_accumulation_steps: int, micro-batches per update; the
+      per-replica batch is split into this many.
+    optimizer: "adamw" (the original), "adamw_corrected" or "lamb"
+      (optimization.OPTIMIZERS).
+    loss_scaling: bool, dynamic loss scaling for float16: the loss is
+      scaled up before the backward pass; a step whose gradients overflow
+      is skipped (global_step does not move) and the scale halved; after
+      LOSS_SCALE_PERIOD good steps it doubles.
+    fused_update: bool, the optimizer's fused kernel where it has one
+      (optimization.AdamWeightDecay's `fused`): faster, not the original's
+      float32 rounding, so for reduced-precision training only. Where
+      the model's options choose the CPU kernel "adam_weight_decay",
+      AdamWeightDecay uses that exact one instead.
+  """
+  output_dir: str
+  learning_rate: float
+  num_train_steps: int
+  num_warmup_steps: int
+  iterations_per_loop: int = 1000
+  save_checkpoints_steps: int = 1000
+  keep_checkpoint_max: int = 5
+  jit_compile: bool = False
+  gradient_accumulation_steps: int = 1
+  optimizer: str = "adamw"
+  loss_scaling: bool = False
+  fused_update: bool = False
+
+
 class Trainer(object):
   """Holds a model, the original optimizer and their checkpoints.
 
   The loss function returns, per replica, the loss the original computes
   on its (per-core) batch; gradients are clipped as the original clips them,
   then averaged over replicas, as the original's CrossShardOptimizer does.
+
+  Attributes:
+    config: TrainingConfig.
+    strategy: tf.distribute.Strategy.
+    chief: bool, whether this process writes checkpoints and summaries.
+    model: the Keras model model_fn built.
+    names: list of str, the original names of the trained variables.
+    trainable: list of tf.Variable, those variables, in that order.
+    optimizer: optimization.OPTIMIZERS[config.optimizer].
+    global_step: int64 scalar tf.Variable, the updates done.
+    loss_scale: float32 scalar tf.Variable, the dynamic loss scale (1.0
+      without config.loss_scaling).
+    checkpoint: checkpointing.TrainingCheckpoint on config.output_dir.
   """
 
-  def __init__(self, strategy, model_fn, loss_fn, output_dir, learning_rate,
-               num_train_steps, num_warmup_steps, iterations_per_loop=1000,
-               save_checkpoints_steps=1000, keep_checkpoint_max=5,
-               jit_compile=False, gradient_accumulation_steps=1,
-               optimizer="adamw", loss_scaling=False, fused_update=False):
+  def __init__(self, strategy, model_fn, loss_fn, config):
     """Builds model, optimizer slots and global_step under the strategy.
 
     Args:
       strategy: tf.distribute.Strategy.
       model_fn: function () -> Keras model accepted by modeling.variable_map.
       loss_fn: function (model, batch, training) -> float32 scalar loss.
-      output_dir: str, checkpoints and summaries.
-      learning_rate: float, peak learning rate.
-      num_train_steps: int.
-      num_warmup_steps: int.
-      iterations_per_loop: int, steps per call into the graph.
-      save_checkpoints_steps: int.
-      keep_checkpoint_max: int.
-      jit_compile: bool, compile forward and backward passes with XLA.
-      gradient_accumulation_steps: int, micro-batches per update; the
-        per-replica batch is split into this many.
-      optimizer: "adamw" (the original), "adamw_corrected" or "lamb"
-        (optimization.OPTIMIZERS).
-      loss_scaling: bool, dynamic loss scaling for float16: the loss is
-        scaled up before the backward pass; a step whose gradients overflow
-        is skipped (global_step does not move) and the scale halved; after
-        LOSS_SCALE_PERIOD good steps it doubles.
-      fused_update: bool, the optimizer's fused kernel where it has one
-        (optimization.AdamWeightDecay's `fused`): faster, not the original's
-        float32 rounding, so for reduced-precision training only. Where
-        the model's options choose the CPU kernel "adam_weight_decay",
-        AdamWeightDecay uses that exact one instead.
+      config: TrainingConfig.
 
     Raises:
-      ValueError: jit_compile with a model whose options choose a fused
-        CPU kernel (XLA cannot compile a custom op).
+      ValueError: config.jit_compile with a model whose options choose a
+        fused CPU kernel (XLA cannot compile a custom op).
     """
     self.strategy = strategy
     self.loss_fn = loss_fn
-    self.output_dir = output_dir
-    self.learning_rate = learning_rate
-    self.num_train_steps = num_train_steps
-    self.num_warmup_steps = num_warmup_steps
-    self.iterations_per_loop = iterations_per_loop
-    self.save_checkpoints_steps = save_checkpoints_steps
-    self.accumulation = gradient_accumulation_steps
+    self.config = config
     self.chief = is_chief(strategy)
     with strategy.scope():
       self.model = model_fn()
       self.options = self.model.bert.options
-      if jit_compile and self.options.kernels:
+      if config.jit_compile and self.options.kernels:
         raise ValueError(
             "XLA cannot compile the fused CPU kernels %s: build the model "
             "with options without them (precision.set_policy with "
@@ -223,15 +257,14 @@ class Trainer(object):
                  if id(v) in trainable}
       self.names = list(weights)
       self.trainable = [weights[n] for n in self.names]
-      self.optimizer = optimization.OPTIMIZERS[optimizer](
-          weights, fused=fused_update,
+      self.optimizer = optimization.OPTIMIZERS[config.optimizer](
+          weights, fused=config.fused_update,
           fused_kernel=self.options.uses("adam_weight_decay"))
       self.global_step = tf.Variable(
           0, dtype=tf.int64, trainable=False, name="global_step",
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-      self.loss_scaling = loss_scaling
       self.loss_scale = tf.Variable(
-          INITIAL_LOSS_SCALE if loss_scaling else 1.0, trainable=False,
+          INITIAL_LOSS_SCALE if config.loss_scaling else 1.0, trainable=False,
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
       self.good_steps = tf.Variable(
           0, dtype=tf.int64, trainable=False,
@@ -245,18 +278,19 @@ class Trainer(object):
           tf.zeros([len(interrupt.SIGNALS)]), trainable=False,
           name="stop_requests")
     variables = dict(modeling.variable_map(self.model))
-    if loss_scaling:
+    if config.loss_scaling:
       variables["loss_scale"] = self.loss_scale
       variables["loss_scale_good_steps"] = self.good_steps
     variables.update(self.optimizer.slot_variables())
     variables.update(modeling.dropout_state_variables(self.model))
     variables["global_step"] = self.global_step
     self.checkpoint = checkpointing.TrainingCheckpoint(
-        output_dir, variables, keep_checkpoint_max)
+        config.output_dir, variables, config.keep_checkpoint_max)
     # AutoGraph off below the step loop (no tensor-dependent Python control
     # flow there): converting the model's and the optimizer's code costs
     # seconds of every run's start and changes no op.
-    self._compute = tf.function(self._loss_and_grads, jit_compile=jit_compile,
+    self._compute = tf.function(self._loss_and_grads,
+                                jit_compile=config.jit_compile,
                                 autograph=False)
     self._summary_writer = None
 
@@ -296,9 +330,10 @@ class Trainer(object):
   def _loss_and_grads(self, batch):
     with tf.GradientTape() as tape:
       loss = self.loss_fn(self.model, batch, True)
-      scaled_loss = loss * self.loss_scale if self.loss_scaling else loss
+      scaled_loss = (loss * self.loss_scale if self.config.loss_scaling else
+                     loss)
     grads = tape.gradient(scaled_loss, self.trainable)
-    if self.loss_scaling:
+    if self.config.loss_scaling:
       grads = _on_values(lambda x: x / self.loss_scale, grads)
     # The word embeddings' gradient stays an IndexedSlices until clipped
     # (clip_gradients). None (a weight the loss does not use, such as the
@@ -312,22 +347,23 @@ class Trainer(object):
     Returns:
       float32 scalar, this replica's loss before the update.
     """
-    if self.accumulation == 1:
+    accumulation = self.config.gradient_accumulation_steps
+    if accumulation == 1:
       loss, grads = self._compute(batch)
     else:
       micro_batches = [dict(zip(batch, parts)) for parts in zip(*[
-          tf.split(v, self.accumulation) for v in batch.values()])]
+          tf.split(v, accumulation) for v in batch.values()])]
       loss, grads = self._compute(micro_batches[0])
       for micro in micro_batches[1:]:
         micro_loss, micro_grads = self._compute(micro)
         loss += micro_loss
         grads = [None if g is None else _add(g, h)
                  for g, h in zip(grads, micro_grads)]
-      loss /= self.accumulation
-      grads = _on_values(lambda x: x / self.accumulation, grads)
+      loss /= accumulation
+      grads = _on_values(lambda x: x / accumulation, grads)
     context = tf.distribute.get_replica_context()
     finite = None
-    if self.loss_scaling:
+    if self.config.loss_scaling:
       finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(_numbers(g)))
                               for g in grads if g is not None])
       # Skipped everywhere if any replica overflowed.
@@ -349,8 +385,8 @@ class Trainer(object):
       # Nothing between clipping and the update: the optimizer multiplies.
       grads, grad_scales = clip_gradients(grads, leave_scale=True)
     learning_rate = optimization.learning_rate_at(
-        self.global_step, self.learning_rate, self.num_train_steps,
-        self.num_warmup_steps)
+        self.global_step, self.config.learning_rate,
+        self.config.num_train_steps, self.config.num_warmup_steps)
     self.optimizer.apply_gradients(grads, learning_rate, self.global_step,
                                    finite, grad_scales)
     increment = 1 if finite is None else tf.cast(finite, tf.int64)
@@ -374,7 +410,7 @@ class Trainer(object):
     return tf.concat([[self.train_step(batch)], requests], 0)
 
   def _request_stop(self, signum):
-    """Asks the step loop to stop (train_steps in train); a signal
+    """Asks the step loop to stop (train_steps, _train_steps_fn); a signal
     handler's callback."""
     self._stop_requests.assign(interrupt.one_hot(signum))
 
@@ -392,7 +428,8 @@ class Trainer(object):
                              args=(finite, self.good_steps))
 
   def train(self, dataset_fn, global_batch_size, max_seq_length=None):
-    """Trains from the current step to num_train_steps, saving as it goes.
+    """Trains from the current step to config.num_train_steps, saving as it
+    goes.
 
     Args:
       dataset_fn: function (tf.distribute.InputContext, step) -> dataset of
@@ -411,14 +448,55 @@ class Trainer(object):
         chief saved (interrupt.py).
     """
     start_step = self.step
-    if start_step >= self.num_train_steps:
+    if start_step >= self.config.num_train_steps:
       logging.info("Already at step %d of %d; nothing to train.", start_step,
-                   self.num_train_steps)
+                   self.config.num_train_steps)
       return
+    iterator = self._distributed_iterator(dataset_fn, start_step)
+    self._stop_requests.assign(tf.zeros_like(self._stop_requests))
+    train_steps = self._train_steps_fn()
+    with interrupt.StopRequests(self._request_stop,
+                                STOP_SECONDS_UNTIMED) as stop:
+      step, slowest_step = start_step, 0.0
+      while step < self.config.num_train_steps:
+        means, done, elapsed = self._run_steps(
+            stop, train_steps, iterator, step, global_batch_size,
+            max_seq_length)
+        # The first call's time holds the tracing: only later ones say
+        # how long a step takes.
+        if step > start_step:
+          slowest_step = max(slowest_step, elapsed / max(done, 1))
+          stop.stop_timeout = STOP_SECONDS + STOP_STEPS * slowest_step
+        step, signum = self._check_log_and_save(means, done, elapsed,
+                                                global_batch_size)
+        if signum:
+          raise self._interrupted(signum, stop.signum)
+      self._agree_on_late_requests(stop, step)
+
+  def _distributed_iterator(self, dataset_fn, start_step):
+    """An iterator over dataset_fn's batches on every replica.
+
+    Args:
+      dataset_fn: as train's.
+      start_step: int, the updates done before, which the dataset skips.
+
+    Returns:
+      tf.distribute.DistributedIterator of per-replica batches.
+    """
     dataset = self.strategy.distribute_datasets_from_function(
         lambda context: dataset_fn(context, start_step))
-    iterator = iter(dataset)
-    self._stop_requests.assign(tf.zeros_like(self._stop_requests))
+    return iter(dataset)
+
+  def _train_steps_fn(self):
+    """The step loop: one graph call of up to `steps` steps, which ends a
+    step after the workers agree on a stop request.
+
+    Returns:
+      tf.function (iterator, int32 scalar steps) -> (means, done): means,
+      float32 [1 + len(interrupt.SIGNALS)], the last step's loss and stop
+      request flags, each a mean over all replicas; done, int32 scalar, the
+      steps it ran.
+    """
     mean = tf.distribute.ReduceOp.MEAN
 
     # Each step reads this worker's stop requests as it starts, and they
@@ -458,6 +536,100 @@ class Trainer(object):
           break
       return means, done
 
+    return train_steps
+
+  def _run_steps(self, stop, train_steps, iterator, step, global_batch_size,
+                 max_seq_length):
+    """One call of the step loop, timed: up to config.iterations_per_loop
+    steps, no further than the next checkpoint or config.num_train_steps.
+
+    Args:
+      stop: interrupt.StopRequests, which makes the call.
+      train_steps: the step loop (_train_steps_fn).
+      iterator: its batches (_distributed_iterator).
+      step: int, the steps done before the call.
+      global_batch_size: int, as train's.
+      max_seq_length: int or None, as train's.
+
+    Returns:
+      (means, done, elapsed): numpy float32 [1 + len(interrupt.SIGNALS)],
+      train_steps' means; int, the steps done; float, the call's seconds.
+
+    Raises:
+      OutOfMemoryError: see train.
+      TrainingError or errors.Interrupted: the call outlived its bound
+        (_unstoppable).
+    """
+    to_save = (self.config.save_checkpoints_steps -
+               step % self.config.save_checkpoints_steps)
+    steps = min(self.config.iterations_per_loop, to_save,
+                self.config.num_train_steps - step)
+    started = time.time()
+    try:
+      means, done = stop.run(train_steps, iterator, tf.constant(steps))
+    except tf.errors.ResourceExhaustedError as e:
+      raise OutOfMemoryError(self._out_of_memory(
+          e, step, global_batch_size, max_seq_length)) from None
+    except interrupt.StopTimeout as e:
+      raise self._unstoppable(e, step) from None
+    elapsed = time.time() - started
+    return means.numpy(), int(done), elapsed
+
+  def _check_log_and_save(self, means, done, elapsed, global_batch_size):
+    """After a call of the step loop: checks its loss, logs it and writes
+    its summaries, and saves at a checkpoint step, the last step or a stop.
+
+    Args:
+      means: numpy float32 [1 + len(interrupt.SIGNALS)], the call's means
+        (_run_steps).
+      done: int, the steps it ran.
+      elapsed: float, its seconds.
+      global_batch_size: int, as train's.
+
+    Returns:
+      (step, signum): int, global_step now; the signal every worker agreed
+      to stop for (interrupt.agreed_signal), or None.
+
+    Raises:
+      TrainingError: the loss is NaN or infinite.
+    """
+    loss = float(means[0])
+    signum = interrupt.agreed_signal(means[1:])
+    step = self.step
+    if not np.isfinite(loss):
+      raise TrainingError(
+          "Loss is %s at step %d: training stopped, nothing saved since "
+          "step %d. Try a lower --learning_rate." %
+          (loss, step, checkpointing.step_of(self.checkpoint.latest()) or 0))
+    learning_rate = float(optimization.learning_rate_at(
+        step - 1, self.config.learning_rate, self.config.num_train_steps,
+        self.config.num_warmup_steps))
+    examples_per_second = done * global_batch_size / elapsed
+    logging.info("step %d/%d loss %.4f lr %.3g %.1f examples/s", step,
+                 self.config.num_train_steps, loss, learning_rate,
+                 examples_per_second)
+    self._summaries(step, loss=loss, learning_rate=learning_rate,
+                    examples_per_second=examples_per_second)
+    if step % self.config.save_checkpoints_steps == 0 or (
+        step == self.config.num_train_steps) or signum:
+      self.save()
+    return step, signum
+
+  def _agree_on_late_requests(self, stop, step):
+    """After the step loop's last call: stops if a worker asked to since
+    its last step read the requests.
+
+    Args:
+      stop: interrupt.StopRequests, which makes the call.
+      step: int, the last step done.
+
+    Raises:
+      errors.Interrupted: the workers agree on a stop request.
+      TrainingError or errors.Interrupted: the agreement outlived its bound
+        (_unstoppable).
+    """
+    mean = tf.distribute.ReduceOp.MEAN
+
     # A request made after the last step read it (during that step or the
     # last save), agreed on the same way.
     @tf.function(autograph=False)
@@ -465,59 +637,13 @@ class Trainer(object):
       return self.strategy.reduce(mean, self.strategy.run(
           tf.identity, args=(self._stop_requests.read_value(),)), axis=None)
 
-    with interrupt.StopRequests(self._request_stop,
-                                STOP_SECONDS_UNTIMED) as stop:
-      step, slowest_step = start_step, 0.0
-      while step < self.num_train_steps:
-        to_save = (self.save_checkpoints_steps -
-                   step % self.save_checkpoints_steps)
-        steps = min(self.iterations_per_loop, to_save,
-                    self.num_train_steps - step)
-        started = time.time()
-        try:
-          means, done = stop.run(train_steps, iterator, tf.constant(steps))
-        except tf.errors.ResourceExhaustedError as e:
-          raise OutOfMemoryError(self._out_of_memory(
-              e, step, global_batch_size, max_seq_length)) from None
-        except interrupt.StopTimeout as e:
-          raise self._unstoppable(e, step) from None
-        elapsed = time.time() - started
-        means, done = means.numpy(), int(done)
-        # The first call's time holds the tracing: only later ones say
-        # how long a step takes.
-        if step > start_step:
-          slowest_step = max(slowest_step, elapsed / max(done, 1))
-          stop.stop_timeout = STOP_SECONDS + STOP_STEPS * slowest_step
-        loss = float(means[0])
-        signum = interrupt.agreed_signal(means[1:])
-        step = self.step
-        if not np.isfinite(loss):
-          raise TrainingError(
-              "Loss is %s at step %d: training stopped, nothing saved since "
-              "step %d. Try a lower --learning_rate." %
-              (loss, step,
-               checkpointing.step_of(self.checkpoint.latest()) or 0))
-        learning_rate = float(optimization.learning_rate_at(
-            step - 1, self.learning_rate, self.num_train_steps,
-            self.num_warmup_steps))
-        logging.info("step %d/%d loss %.4f lr %.3g %.1f examples/s", step,
-                     self.num_train_steps, loss, learning_rate,
-                     done * global_batch_size / elapsed)
-        self._summaries(
-            step, loss=loss, learning_rate=learning_rate,
-            examples_per_second=done * global_batch_size / elapsed)
-        if step % self.save_checkpoints_steps == 0 or (
-            step == self.num_train_steps) or signum:
-          self.save()
-        if signum:
-          raise self._interrupted(signum, stop.signum)
-      try:
-        signum = interrupt.agreed_signal(stop.run(
-            agreed_requests, timeout=stop.stop_timeout).numpy())
-      except interrupt.StopTimeout as e:
-        raise self._unstoppable(e, step) from None
-      if signum:
-        raise self._interrupted(signum, stop.signum)
+    try:
+      signum = interrupt.agreed_signal(stop.run(
+          agreed_requests, timeout=stop.stop_timeout).numpy())
+    except interrupt.StopTimeout as e:
+      raise self._unstoppable(e, step) from None
+    if signum:
+      raise self._interrupted(signum, stop.signum)
 
   def _unstoppable(self, timeout, step):
     """The error for a graph call that outlived its bound: errors.Interrupted
@@ -535,13 +661,13 @@ class Trainer(object):
     if timeout.signum is None:
       return TrainingError(
           "Training after step %d of %d could not finish: %s Are all "
-          "workers still running? %s." % (step, self.num_train_steps,
+          "workers still running? %s." % (step, self.config.num_train_steps,
                                           timeout, saved))
     return errors.Interrupted(
         "%s after step %d of %d, but training did not stop: %s %s. Run the "
         "same command again to resume." % (
-            signal.Signals(timeout.signum).name, step, self.num_train_steps,
-            timeout, saved), timeout.signum)
+            signal.Signals(timeout.signum).name, step,
+            self.config.num_train_steps, timeout, saved), timeout.signum)
 
   def _out_of_memory(self, error, step, global_batch_size, max_seq_length):
     """The one-line message for a step that ran out of memory: what
@@ -558,14 +684,15 @@ class Trainer(object):
       str.
     """
     replicas = self.strategy.num_replicas_in_sync
-    micro_batch = global_batch_size // replicas // self.accumulation
+    accumulation = self.config.gradient_accumulation_steps
+    micro_batch = global_batch_size // replicas // accumulation
     cuts = []
     if not getattr(getattr(self.model, "bert", None),
                    "gradient_checkpointing", True):
       cuts.append("--gradient_checkpointing (recompute activations)")
     if micro_batch > 1:
       cuts.append("--gradient_accumulation_steps=%d (the same update from "
-                  "smaller micro-batches)" % (self.accumulation * 2))
+                  "smaller micro-batches)" % (accumulation * 2))
     if precision.computes_in_float32(self.options):
       cuts.append("--precision=bfloat16")
     cuts.append("a smaller --train_batch_size or --max_seq_length")
@@ -595,7 +722,7 @@ class Trainer(object):
         "%s%s at step %d of %d; %s. Run the same command again to resume." %
         (signal.Signals(signum).name,
          "" if own_signum == signum else " to another worker", self.step,
-         self.num_train_steps,
+         self.config.num_train_steps,
          "saved model.ckpt-%d" % self.step if self.chief else
          "the chief saves the checkpoint"), signum)
 
@@ -640,7 +767,8 @@ class Trainer(object):
     if not self.chief:
       return
     if self._summary_writer is None:
-      self._summary_writer = tf.summary.create_file_writer(self.output_dir)
+      self._summary_writer = tf.summary.create_file_writer(
+          self.config.output_dir)
     with self._summary_writer.as_default():
       for name, value in values.items():
         tf.summary.scalar(name, value, step=step)
