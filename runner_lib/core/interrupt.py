@@ -1,8 +1,8 @@
 """Ctrl-C and SIGTERM during training: save a checkpoint, then stop.
 
 A signal is recorded rather than obeyed at once: the training loop stops
-a few steps after it arrives (Trainer._train_steps_fn says why not at once), saves
-that step and exits, so that the rerun resumes exactly there. A
+a few steps after it arrives (Trainer._train_steps_fn says why not at
+once), saves that step and exits, so that the rerun resumes exactly there. A
 preemptible VM or a scheduler gives tens of seconds of grace; a call into
 the graph runs --iterations_per_loop steps (minutes or more), so the loop
 inside the graph looks at the request every step, not Python between
