@@ -197,36 +197,41 @@ def test_recomputation_composes(tmp_path, replicas, xla, accumulation, trim,
   assert outcome["difference"] < 1e-5, outcome
 
 
-# One training step of a 4-layer encoder at sequence length 512 in a fresh
-# process; prints TensorFlow's allocator peak during the step, in bytes. The
-# process runs TensorFlow's BFC CPU allocator (PEAK_ENV), as
-# benchmarks/speed/bench_memory.py's do: the CPU allocator keeps statistics
-# only where it is a BFC allocator, which without that variable it is only
-# where oneDNN is on (not on AVX2-only CPUs).
+# One training step of a 4-layer encoder at sequence length 512, without
+# recomputation and then with it, in one fresh process; prints
+# TensorFlow's allocator peak during each step above what was allocated
+# before it, in bytes. The process runs TensorFlow's BFC CPU allocator
+# (PEAK_ENV), as benchmarks/speed/bench_memory.py's do: the CPU allocator
+# keeps statistics only where it is a BFC allocator, which without that
+# variable it is only where oneDNN is on (not on AVX2-only CPUs).
 PEAK_ENV = {"TF_CPU_ALLOCATOR_USE_BFC": "true"}
 PEAK = r"""
-import sys
+import json
 import tensorflow as tf
 import modeling
 config = modeling.BertConfig(vocab_size=512, hidden_size=256,
                              num_hidden_layers=4, num_attention_heads=4,
                              intermediate_size=1024,
                              max_position_embeddings=512)
-model = modeling.BertModel(config, gradient_checkpointing=sys.argv[1] == "1")
 ids = tf.random.stateless_uniform([4, 512], [1, 2], 0, 512, tf.int32)
+peaks = {}
+for recompute in (False, True):
+  model = modeling.BertModel(config, gradient_checkpointing=recompute)
 
-@tf.function
-def step():
-  with tf.GradientTape() as tape:
-    loss = tf.reduce_mean(model({"input_ids": ids},
-                                training=True)["sequence_output"] ** 2)
-  return tape.gradient(loss, model.trainable_variables)
+  @tf.function
+  def step():
+    with tf.GradientTape() as tape:
+      loss = tf.reduce_mean(model({"input_ids": ids},
+                                  training=True)["sequence_output"] ** 2)
+    return tape.gradient(loss, model.trainable_variables)
 
-step.get_concrete_function()
-tf.config.experimental.reset_memory_stats("CPU:0")
-before = tf.config.experimental.get_memory_info("CPU:0")["current"]
-step()
-print(tf.config.experimental.get_memory_info("CPU:0")["peak"] - before)
+  step.get_concrete_function()
+  tf.config.experimental.reset_memory_stats("CPU:0")
+  before = tf.config.experimental.get_memory_info("CPU:0")["current"]
+  step()
+  peaks[str(int(recompute))] = (
+      tf.config.experimental.get_memory_info("CPU:0")["peak"] - before)
+print(json.dumps(peaks))
 """
 
 
@@ -235,12 +240,10 @@ def test_recomputation_cuts_the_peak_memory_of_a_step():
   """Without it a layer keeps its attention probabilities, their dropout
   and the feed-forward activations (about 60 MB a layer here); with it,
   its input (2 MB) and one layer's activations at a time."""
-  peaks = {}
-  for recompute in ("0", "1"):
-    result = conftest.run([sys.executable, "-c", PEAK, recompute],
-                          conftest.script_env(**PEAK_ENV), cwd=ROOT)
-    assert result.returncode == 0, result.stderr[-3000:]
-    peaks[recompute] = int(result.stdout.strip().splitlines()[-1])
+  result = conftest.run([sys.executable, "-c", PEAK],
+                        conftest.script_env(**PEAK_ENV), cwd=ROOT)
+  assert result.returncode == 0, result.stderr[-3000:]
+  peaks = json.loads(result.stdout.strip().splitlines()[-1])
   assert peaks["0"] > 150e6, peaks
   assert peaks["1"] < 0.5 * peaks["0"], peaks
 

@@ -200,10 +200,21 @@ def test_squad2_threshold_reported_is_the_one_to_use(shared_data, tmp_path):
   """The best_f1_thresh in eval_results.txt, passed back as
   --null_score_diff_threshold, gives predictions scoring best_f1.
 
-  An untrained model: answering nothing scores best (702 of 1407), so this
-  checks the wiring and the all-null case; test_squad_evaluation checks a
-  threshold inside the odds by hand."""
+  An untrained model on two real articles: answering nothing scores best
+  (the share of unanswerable questions), so this checks the wiring and the
+  all-null case; test_squad_evaluation checks a threshold inside the odds
+  by hand."""
   data = small_squad(tmp_path / "data")
+  # Normans and Sky (United Kingdom): 418 questions, 214 unanswerable.
+  with open(os.path.join(shared_data, "squad",
+                         "dev-v2.0.subset-first5articles.json")) as f:
+    dev = json.load(f)
+  dev["data"] = [dev["data"][0], dev["data"][3]]
+  (tmp_path / "dev.json").write_text(json.dumps(dev))
+  questions = [qa for article in dev["data"]
+               for paragraph in article["paragraphs"]
+               for qa in paragraph["qas"]]
+  unanswerable = sum(qa["is_impossible"] for qa in questions)
   config = dict(CONFIG, vocab_size=30522, max_position_embeddings=128)
   (data / "bert_config.json").write_text(
       modeling.BertConfig(**config).to_json_string())
@@ -218,8 +229,7 @@ def test_squad2_threshold_reported_is_the_one_to_use(shared_data, tmp_path):
                                      "uncased_vocab.txt"),
           "bert_config_file": data / "bert_config.json",
           "init_checkpoint": prefix, "do_predict": "true",
-          "predict_file": os.path.join(
-              shared_data, "squad", "dev-v2.0.subset-first5articles.json"),
+          "predict_file": tmp_path / "dev.json",
           "max_seq_length": 128, "doc_stride": 64, "max_query_length": 32,
           "predict_batch_size": 64, "version_2_with_negative": "true",
           "output_dir": tmp_path / "a"}
@@ -231,10 +241,11 @@ def test_squad2_threshold_reported_is_the_one_to_use(shared_data, tmp_path):
       "NoAns_exact", "NoAns_f1", "NoAns_total", "best_exact",
       "best_exact_thresh", "best_f1", "best_f1_thresh"}
   assert (first["total"], first["HasAns_total"], first["NoAns_total"]) == (
-      1407, 705, 702)
+      len(questions), len(questions) - unanswerable, unanswerable) == (
+          418, 204, 214)
   assert first["best_f1"] >= first["f1"]
   odds = read_json(tmp_path / "a" / "null_odds.json")
-  assert len(odds) == 1407
+  assert len(odds) == len(questions)
   threshold = first["best_f1_thresh"]
   # The default threshold 0 answers "" exactly where the odds exceed it.
   answers = read_json(tmp_path / "a" / "predictions.json")
@@ -252,7 +263,7 @@ def test_squad2_threshold_reported_is_the_one_to_use(shared_data, tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   second = read_results(tmp_path / "b" / "eval_results.txt")
   assert abs(second["f1"] - first["best_f1"]) < 1e-9, (first, second)
-  assert first["best_f1"] == 100.0 * 702 / 1407
+  assert first["best_f1"] == 100.0 * unanswerable / len(questions)
   answers = read_json(tmp_path / "b" / "predictions.json")
   assert all((answers[q] == "") == (odds[q] > threshold) for q in odds)
 
