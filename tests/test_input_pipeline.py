@@ -29,9 +29,11 @@ def write_indexed(path, count):
 
 
 def indexes(dataset, count):
-  """The first count records' "index", in the order read."""
-  return [int(tf.io.parse_single_example(r, SPEC)["index"])
-          for r in dataset.take(count)]
+  """The first count records' "index", in the order read (parsed by the
+  protocol buffer itself: an eager op per record costs a millisecond)."""
+  return [tf.train.Example.FromString(r).features.feature["index"]
+          .int64_list.value[0]
+          for r in dataset.take(count).as_numpy_iterator()]
 
 
 def test_epochs_permute_every_record_afresh(tmp_path):
