@@ -11,6 +11,7 @@ import tensorflow as tf
 
 import modeling
 from runner_lib.serving import squad as squad_serving
+from runner_lib.squad import data
 from runner_lib.squad import features
 from runner_lib.squad import graph
 from runner_lib.squad import predictions
@@ -132,3 +133,11 @@ def test_rows_without_an_answer_get_the_originals_and_leave_others_alone(
   for text, start, context in zip(texts[2:], starts[2:], contexts[2:]):
     if start >= 0:
       assert context[start:start + len(text)] == text
+
+
+def test_split_context_is_data_split_context():
+  contexts = ["The cat  sat.", " \tlead and trail\n", "a\u202fb\r\nc", "",
+              "   ", "one", "non\u00a0breaking stays in a word"]
+  words, _ = graph.split_context(tf.constant(contexts))
+  for got, context in zip(words.to_list(), contexts):
+    assert [w.decode("utf-8") for w in got] == data.split_context(context)[0]

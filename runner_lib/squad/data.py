@@ -112,9 +112,13 @@ def read_squad_json(input_file):
   return data
 
 
+# The original's word separators (U+202F, narrow no-break space, too).
+WHITESPACE = " \t\r\n\u202f"
+
+
 def is_whitespace(c):
-  """The original's word separators (U+202F, narrow no-break space, too)."""
-  return c in " \t\r\n" or ord(c) == 0x202F
+  """Whether c is one of WHITESPACE."""
+  return c in WHITESPACE
 
 
 def split_context(paragraph_text):

@@ -20,11 +20,13 @@ there:
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from runner_lib.squad import data
 from runner_lib.squad import features
 from runner_lib.squad import predictions
 
-# data.is_whitespace's characters, one or more: the words' separators.
-_CONTEXT_WHITESPACE = r"[ \t\r\n\x{202F}]+"
+# data.WHITESPACE's characters, one or more: the words' separators (RE2
+# takes the characters themselves inside a class).
+_CONTEXT_WHITESPACE = "[%s]+" % data.WHITESPACE
 _SPACE = ord(" ")
 
 

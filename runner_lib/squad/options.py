@@ -6,6 +6,7 @@ from absl import logging
 
 from runner_lib.core import errors
 from runner_lib.core import flags as runner_flags
+from runner_lib.squad import features
 
 FLAGS = flags.FLAGS
 
@@ -52,7 +53,7 @@ def check_flags():
   Raises:
     errors.InputError: naming the flag.
   """
-  if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:
+  if FLAGS.max_seq_length <= FLAGS.max_query_length + features.SPECIAL_TOKENS:
     raise errors.InputError(
         "The max_seq_length (%d) must be greater than max_query_length "
         "(%d) + 3: [CLS] question [SEP] context [SEP] leaves no room for "
@@ -71,7 +72,8 @@ def warn_disjoint_windows():
   a window starts min(its length, doc_stride) after the one before, and
   the original accepts any stride, so this only warns.
   """
-  window = FLAGS.max_seq_length - FLAGS.max_query_length - 3
+  window = (FLAGS.max_seq_length - FLAGS.max_query_length -
+            features.SPECIAL_TOKENS)
   if FLAGS.doc_stride >= window:
     logging.warning(
         "--doc_stride=%d is not below the context window of a question of "
