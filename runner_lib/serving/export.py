@@ -46,11 +46,12 @@ def save(module, export_dir, overwrite=False):
       be written.
   """
   check_export_dir(export_dir, overwrite)
+  signatures = module.signatures()
   export_dir = os.path.abspath(export_dir)
   temporary = "%s.tmp-%d" % (export_dir, os.getpid())
   try:
     tf.io.gfile.makedirs(os.path.dirname(export_dir))
-    tf.saved_model.save(module, temporary, signatures=module.signatures())
+    tf.saved_model.save(module, temporary, signatures=signatures)
     if tf.io.gfile.exists(export_dir):
       shutil.rmtree(export_dir)
     os.rename(temporary, export_dir)
@@ -61,4 +62,4 @@ def save(module, export_dir, overwrite=False):
     if os.path.exists(temporary):
       shutil.rmtree(temporary)
   logging.info("Wrote the SavedModel to %s with signatures %s.", export_dir,
-               ", ".join(sorted(module.signatures())))
+               ", ".join(sorted(signatures)))
