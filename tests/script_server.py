@@ -31,12 +31,14 @@ variable it becomes `python ARGV...` itself.
 """
 
 import fcntl
+import importlib
 import json
 import os
 import runpy
 import select
 import shutil
 import signal
+import site
 import socket
 import subprocess
 import sys
@@ -140,7 +142,12 @@ def _serve(listener, parent_pipe):
 
 def _become(request):
   """Makes this fork look like `python argv...` started in request's
-  cwd with request's environment."""
+  cwd with request's environment.
+
+  Returns:
+    argv less a leading -I: a script and its arguments, "-c", code and its
+    arguments, or "-" and arguments.
+  """
   if request["fds"]:
     # The relay's stdin, stdout and stderr; moved clear of 0-2 first, as
     # one may have arrived as 0 (the monitor closed its own stdin).
@@ -160,6 +167,15 @@ def _become(request):
   os.environ.clear()
   os.environ.update(request["env"])
   argv = request["argv"]
+  if argv[0] == "-I":
+    # `python -I script`: sys.path holds neither the script's folder nor
+    # PYTHONPATH's entries nor the user's site-packages (3.11's -I implies
+    # -P), as _ISOLATED_PATH, found as the server started.
+    argv = argv[1:]
+    assert argv[0] not in ("-c", "-"), "-I with a script file only"
+    sys.argv = list(argv)
+    sys.path[:] = _ISOLATED_PATH
+    return argv
   if argv[0] == "-c":
     sys.argv = ["-c"] + argv[2:]
     sys.path[0] = ""
@@ -173,6 +189,7 @@ def _become(request):
   # server's until reseeded from the OS, as a fresh process's would be.
   if "numpy" in sys.modules:
     sys.modules["numpy"].random.seed()
+  return argv
 
 
 def _run(argv):
@@ -190,27 +207,38 @@ def _run(argv):
   exec(compile(code, name, "exec"), main_module.__dict__)  # pylint: disable=exec-used
 
 
+# What the server imports, once for all its runs: TensorFlow, the legacy
+# Keras the scripts use, and run_ner.py's entity scorer (seqeval, which
+# loads scikit-learn and SciPy: about 1.2 s a run on its own).
+_PRELOADED = ("tensorflow", "tf_keras", "seqeval.metrics")
+
 # The server's environment as it started, before its imports.
 _SERVER_ENV = {}
+# sys.path as `python -I` has it: the server's, less its script's folder,
+# PYTHONPATH's entries and the user's site-packages.
+_ISOLATED_PATH = []
 
 
 def main(socket_path):
-  """Imports TensorFlow, then serves on socket_path until stdin closes.
+  """Imports _PRELOADED, then serves on socket_path until stdin closes.
   Prints "ready" on stdout once listening."""
   _SERVER_ENV.update(os.environ)
-  import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
-  try:
-    import tf_keras  # pylint: disable=g-import-not-at-top,unused-import
-  except ImportError:
-    pass
+  excluded = set(os.environ.get("PYTHONPATH", "").split(os.pathsep))
+  excluded.add(site.getusersitepackages())
+  _ISOLATED_PATH.extend(p for p in sys.path[1:] if p not in excluded)
+  for name in _PRELOADED:
+    try:
+      importlib.import_module(name)
+    except ImportError:
+      if name == "tensorflow":
+        raise
   listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
   listener.bind(socket_path)
   listener.listen(64)
   sys.stdout.write("ready\n")
   sys.stdout.flush()
   request = _serve(listener, sys.stdin.fileno())
-  _become(request)
-  _run(request["argv"])
+  _run(_become(request))
 
 
 # Client side.
@@ -277,8 +305,8 @@ class Client(object):
     fresh interpreter.
 
     Args:
-      argv: list of str, a script and its arguments or "-c", code and its
-        arguments (no interpreter).
+      argv: list of str, a script and its arguments (after -I for an
+        isolated Python) or "-c", code and its arguments (no interpreter).
       env: dict, the run's environment.
       cwd: str or None (this process's working directory).
       stderr_path: str, a file for stderr (kept), or None for one of

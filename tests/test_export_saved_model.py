@@ -6,7 +6,6 @@ import csv
 import json
 import os
 import pathlib
-import subprocess
 import sys
 
 import numpy as np
@@ -83,10 +82,14 @@ def load_isolated(tmp_path, request):
   work.mkdir(exist_ok=True)
   (work / "loader.py").write_text(LOADER)
   (work / "request.json").write_text(json.dumps(request))
-  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-  result = subprocess.run(
+  # `python -I`: a fork of the script server where this session has no
+  # PYTHONPATH (the server has imported TensorFlow, none of our modules),
+  # else a fresh interpreter.
+  env = conftest.script_env()
+  env.pop("PYTHONPATH", None)
+  result = conftest.run(
       [sys.executable, "-I", "loader.py", "request.json", "outputs.json"],
-      cwd=str(work), capture_output=True, text=True, timeout=300, env=env)
+      env=env, cwd=str(work), timeout=300)
   assert result.returncode == 0, result.stderr[-3000:]
   outputs = json.loads((work / "outputs.json").read_text())
   assert outputs.pop("isolated")

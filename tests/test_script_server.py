@@ -90,6 +90,36 @@ def test_code_with_c_runs_in_its_working_directory(tmp_path):
   assert (result.returncode, result.stdout) == (0, "['-c', 'a'] 7\n")
 
 
+def test_an_isolated_run_sees_the_path_of_python_dash_i(tmp_path):
+  """`python -I script`: a fork's sys.path is a fresh `python -I`'s (no
+  script folder, no PYTHONPATH, no user site-packages), so the project's
+  modules cannot be imported, even from the repo root."""
+  script = tmp_path / "paths.py"
+  script.write_text(
+      "import json, sys\n"
+      "try:\n"
+      "  import modeling\n"
+      "  found = True\n"
+      "except ImportError:\n"
+      "  found = False\n"
+      "print(json.dumps({'path': sys.path, 'modeling': found, "
+      "'tensorflow': 'tensorflow' in sys.modules}))\n")
+  env = conftest.script_env()
+  env.pop("PYTHONPATH", None)
+  seen = []
+  for fresh in (False, True):
+    result = conftest.run([sys.executable, "-I", str(script)], env=env,
+                          cwd=conftest.REPO_ROOT, fresh=fresh)
+    assert result.returncode == 0, result.stderr[-2000:]
+    seen.append(json.loads(result.stdout))
+  forked, fresh = seen
+  assert forked["path"] == fresh["path"]
+  assert not forked["modeling"] and not fresh["modeling"]
+  assert str(tmp_path) not in forked["path"]
+  assert forked["tensorflow"] == (
+      os.environ.get("BERT_TESTS_FRESH_INTERPRETERS") != "1" and
+      conftest._client().supports(env))  # pylint: disable=protected-access
+
 def test_a_load_time_variable_gets_a_fresh_interpreter(tmp_path):
   # TF_ENABLE_ONEDNN_OPTS is read as TensorFlow loads: a fork of a server
   # that loaded it otherwise would not honour it.

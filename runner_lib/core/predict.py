@@ -37,7 +37,7 @@ def pad_batches(batches, batch_size):
     return (tf.nest.map_structure(pad_tensor, batch),
             tf.range(batch_size) < size)
 
-  return batches.map(pad)
+  return batches.map(input_pipeline.traced_as_written(pad))
 
 
 def pad_and_batch(dataset, batch_size, trim=()):
@@ -55,8 +55,8 @@ def pad_and_batch(dataset, batch_size, trim=()):
   """
   batches = dataset.batch(batch_size)
   if trim:
-    batches = batches.map(
-        lambda batch: input_pipeline.trim_batch(batch, trim))
+    batches = batches.map(input_pipeline.traced_as_written(
+        lambda batch: input_pipeline.trim_batch(batch, trim)))
   return pad_batches(batches, batch_size)
 
 
@@ -127,8 +127,8 @@ def sequence_lengths(records, mask_spec, batch_size=4096):
   Returns:
     int numpy array [num_records].
   """
-  lengths = records.batch(batch_size).map(
-      lambda batch: input_pipeline.record_lengths(batch, mask_spec))
+  lengths = records.batch(batch_size).map(input_pipeline.traced_as_written(
+      lambda batch: input_pipeline.record_lengths(batch, mask_spec)))
   return np.concatenate(list(lengths.as_numpy_iterator()) +
                         [np.zeros([0], np.int64)])
 
