@@ -10,7 +10,9 @@ runtime (the server imports TensorFlow but never runs an op, so no
 runtime state is forked), and the exit status a fresh interpreter gives
 (the script's sys.exit code, 1 with a traceback on an uncaught
 exception, -N when a signal N ends it). What differs: the modules the
-server imported are not imported again; the hash seed is the server's.
+server imported are not imported again, and their objects are frozen out
+of the cyclic garbage collector (gc.freeze: live module state it would
+never free); the hash seed is the server's.
 A run whose environment differs from the server's in a variable read as
 TensorFlow or its libraries load (those in _LOAD_TIME_PREFIXES) gets a
 fresh interpreter instead (Client.supports).
@@ -31,6 +33,7 @@ variable it becomes `python ARGV...` itself.
 """
 
 import fcntl
+import gc
 import importlib
 import json
 import os
@@ -232,6 +235,12 @@ def main(socket_path):
     except ImportError:
       if name == "tensorflow":
         raise
+  # The imports' objects out of the cyclic GC's reach in every run: a
+  # run's full collections would walk them all (~385,000, 0.2-0.3 s each
+  # time) to free nothing, copying the pages they touch from the server
+  # (about 0.6 s less a run, measured on run_classifier.py).
+  gc.collect()
+  gc.freeze()
   listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
   listener.bind(socket_path)
   listener.listen(64)
