@@ -3,6 +3,7 @@ the tests start in."""
 
 import faulthandler
 import fcntl
+import gc
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -211,6 +212,15 @@ def run(command, env=None, cwd=None, timeout=600, fresh=False):
   stdout, stderr = process.communicate(timeout=timeout)
   return subprocess.CompletedProcess(command, process.returncode, stdout,
                                      stderr)
+
+
+def pytest_collection_finish():
+  """Freezes what the collection imported (TensorFlow, tf_keras, the
+  project) out of the cyclic garbage collector's reach: each full
+  collection of a test process would walk those ~500,000 live objects
+  again to free nothing (0.2-0.3 s a time, many times a session)."""
+  gc.collect()
+  gc.freeze()
 
 
 def pytest_sessionfinish():
