@@ -28,8 +28,8 @@ $(VENV_STAMP): requirements.txt
 
 # Both cores (the end-to-end runs are largely single-threaded): from a
 # clean clone with ../shared/data, 12.4 min on 2 cores of a Zen 4 with the
-# setup (673 tests, 10.5 min of pytest); 14.5 min on 2 cores of an
-# AVX2-only EPYC, oneDNN off (682 tests at 6035438, 11.3 min of pytest);
+# setup (673 tests, 10.5 min of pytest); 11.5 min on 2 cores of an
+# AVX2-only EPYC, oneDNN off (683 tests at 97f541b, 8.4 min of pytest);
 # script processes forked from a server that has imported TensorFlow
 # (docs/contributing.md, Tests). Each test has a time limit (pytest.ini).
 test: $(VENV_STAMP) $(KERNELS)
