@@ -4,15 +4,23 @@ Builds corpora of --megabytes and twice that from the real text under
 ../shared/data/corpus (the Gutenberg and WikiText-2 pre-training files cut
 into documents, repeated, each repetition shuffled with its own seed), then
 makes the same sharded records three ways: the local workers
-(--num_workers=2) and Dask clusters of 1 and 2 workers (a `dask scheduler`
+(--num_workers=2) and Dask clusters of 2 and 1 workers (a `dask scheduler`
 and `dask worker`s as separate processes on this machine, started fresh for
-each run, one thread each). Prints and records wall time, MB/s per worker,
-peak RSS per worker (sampled every 0.1 s), whether the records are
-byte-identical to the local run's, and the ratios the issue sets targets
-for; then a projection from the measured per-core rate.
+each run, one thread each). The two 2-worker ways alternate, --repeats
+times each; the 1-worker cluster runs once. Prints and records wall time,
+MB/s per worker, peak RSS per worker (sampled every 0.1 s), whether the
+records are byte-identical to the first local run's, and the ratios the
+issue sets targets for (from medians).
+
+First, on a corpus of --calibration_megabytes, ours (2 local workers) and
+tf-models-official's port of the original (one process) run at
+--dupe_factor and at 10 (or 5): their rates give the projection's other
+dupe factor and the port's anchor. The projection to BooksCorpus +
+Wikipedia is labelled as such, not a run.
 
   .venv/bin/python benchmarks/speed/bench_create_pretraining_data_dask.py \\
-      [--megabytes=8] [--dupe_factor=5] [--norecord]
+      [--megabytes=8] [--dupe_factor=5] [--repeats=1] \\
+      [--calibration_megabytes=4] [--norecord]
 """
 
 import filecmp
@@ -22,6 +30,7 @@ import random
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -130,34 +139,86 @@ def same_records(a, b):
       filecmp.cmp(x, y, shallow=False) for x, y in zip(files_a, files_b))
 
 
+def parse_flags(argv):
+  """(megabytes, dupe_factor, repeats, calibration_megabytes) from argv."""
+  values = {"megabytes": 8.0, "dupe_factor": 5, "repeats": 1,
+            "calibration_megabytes": 4.0}
+  for arg in argv:
+    name, _, value = arg.lstrip("-").partition("=")
+    if name in values:
+      values[name] = type(values[name])(value)
+  return values
+
+
+def run_flags(dupe_factor):
+  return ["--vocab_file=%s" % os.path.join(DATA, "vocab",
+                                            "uncased_vocab.txt"),
+          "--max_seq_length=128", "--max_predictions_per_seq=20",
+          "--dupe_factor=%d" % dupe_factor, "--random_seed=12345"]
+
+
+def run_here(command, output):
+  """Runs command (ours with --num_workers, or the port) writing output;
+  returns (seconds, peak RSS per worker in MB); deletes the output."""
+  seconds, rss = measure(command + ["--output_file=%s" % output],
+                         lambda p: [psutil.Process(p.pid)])
+  for written in glob.glob(output + "*"):
+    os.remove(written)
+  return seconds, rss
+
+
+def calibrate(tmp, megabytes, dupe_factors):
+  """Rates per core in MB/s on a small corpus, by dupe_factor: ours (two
+  local workers) and tf-models-official's port of the original (one
+  process); (corpus MB, {(who, dupe_factor): MB/s per core})."""
+  corpus = os.path.join(tmp, "calibration.txt")
+  size = build_corpus(corpus, megabytes)
+  rates = {}
+  for dupe_factor in dupe_factors:
+    flags = ["--input_file=%s" % corpus] + run_flags(dupe_factor)
+    ours, _ = run_here(
+        [sys.executable, os.path.join(REPO, "create_pretraining_data.py"),
+         "--num_workers=2"] + flags, os.path.join(tmp, "calibration-ours"))
+    port, port_rss = run_here(
+        [sys.executable, "-m", "official.nlp.data.create_pretraining_data",
+         "--do_lower_case=True"] + flags,
+        os.path.join(tmp, "calibration-port"))
+    rates["ours", dupe_factor] = size / ours / 2
+    rates["port", dupe_factor] = size / port
+    print("calibration, %.1f MB, dupe_factor=%d: ours (2 local workers) "
+          "%.1f s, the port (1 process) %.1f s, peak RSS %.0f MB" %
+          (size, dupe_factor, ours, port, port_rss), flush=True)
+  return size, rates
+
+
 def main():
-  megabytes, dupe_factor = 8.0, 5
-  for arg in sys.argv[1:]:
-    if arg.startswith("--megabytes="):
-      megabytes = float(arg.split("=", 1)[1])
-    if arg.startswith("--dupe_factor="):
-      dupe_factor = int(arg.split("=", 1)[1])
+  settings = parse_flags(sys.argv[1:])
+  megabytes, dupe_factor = settings["megabytes"], settings["dupe_factor"]
+  repeats = settings["repeats"]
   record = results.record_wanted(sys.argv[1:])
-  flags = ["--vocab_file=%s" % os.path.join(DATA, "vocab",
-                                             "uncased_vocab.txt"),
-           "--max_seq_length=128", "--max_predictions_per_seq=20",
-           "--dupe_factor=%d" % dupe_factor, "--random_seed=12345",
-           # Shards of 1 MB, not the default 4: tens of shards in corpora
-           # of tens of MB, so that the last ones leave no worker idle for
-           # long (a corpus of GBs has hundreds at the default).
-           "--shard_bytes=1000000"]
+  flags = run_flags(dupe_factor) + [
+      # Shards of 1 MB, not the default 4: tens of shards in corpora of
+      # tens of MB, so that the last ones leave no worker idle for long (a
+      # corpus of GBs has hundreds at the default).
+      "--shard_bytes=1000000"]
   script = [sys.executable, os.path.join(REPO, "create_pretraining_data.py")]
+  # The two ways of running two workers alternate, so that a slow spell of
+  # the machine falls on both; one Dask worker (twice as long) runs once.
+  plan = [("local workers", 2), ("Dask", 2)] * repeats + [("Dask", 1)]
   rows, runs = [], {}
   with tempfile.TemporaryDirectory() as tmp:
+    other_dupe = 10 if dupe_factor != 10 else 5
+    calibration_mb, rates = calibrate(
+        tmp, settings["calibration_megabytes"], (dupe_factor, other_dupe))
     corpora = {scale: build_corpus(os.path.join(tmp, "x%d.txt" % scale),
                                    megabytes * scale) for scale in (1, 2)}
     print("dupe_factor=%d, max_seq_length=128, %d CPUs" %
           (dupe_factor, os.cpu_count()))
     for scale in (1, 2):
       corpus = os.path.join(tmp, "x%d.txt" % scale)
-      for name, workers in (("local workers", 2), ("Dask", 1), ("Dask", 2)):
-        output = os.path.join(tmp, "%s-%d-%d" % (name[0], workers, scale),
-                              "examples")
+      reference = None
+      for i, (name, workers) in enumerate(plan):
+        output = os.path.join(tmp, "run%d-x%d" % (i, scale), "examples")
         command = script + ["--input_file=%s" % corpus,
                             "--output_file=%s" % output] + flags
         if name == "Dask":
@@ -172,59 +233,97 @@ def main():
         else:
           seconds, rss = measure(command + ["--num_workers=%d" % workers],
                                  lambda p: psutil.Process(p.pid).children())
-        reference = os.path.join(tmp, "l-2-%d" % scale, "examples")
-        identical = same_records(reference, output)
+        if reference is None:
+          reference, identical = output, "reference"
+        else:
+          identical = "yes" if same_records(reference, output) else "NO"
+          shutil.rmtree(os.path.dirname(output))
         label = "%s, %d worker%s" % (name, workers, "s" * (workers > 1))
-        runs[name, workers, scale] = seconds, rss
+        runs.setdefault((name, workers, scale), []).append((seconds, rss))
         rate = corpora[scale] / seconds / workers
         print("%-20s %6.1f MB  %6.1f s  %5.2f MB/s per worker  peak RSS "
               "per worker %5.0f MB  identical %s" %
               (label, corpora[scale], seconds, rate, rss, identical),
               flush=True)
         rows.append([label, round(corpora[scale], 1), round(seconds, 1),
-                     round(rate, 2), round(rss), "yes" if identical else
-                     "NO"])
-      for scale_dir in glob.glob(os.path.join(tmp, "*-%d" % scale)):
-        shutil.rmtree(scale_dir)
+                     round(rate, 2), round(rss), identical])
+      shutil.rmtree(os.path.dirname(reference))
+
+  def seconds(name, workers, scale):
+    return statistics.median(s for s, _ in runs[name, workers, scale])
+
+  def rss(name, workers, scale):
+    return max(r for _, r in runs[name, workers, scale])
+
   targets = []
   for scale in (1, 2):
-    pool, dask2, dask1 = (runs["local workers", 2, scale][0],
-                          runs["Dask", 2, scale][0], runs["Dask", 1, scale][0])
-    targets.append(["Dask overhead vs the local workers, 2 workers, "
-                    "x%d" % scale, "<= 10%",
+    pool, dask2 = (seconds("local workers", 2, scale),
+                   seconds("Dask", 2, scale))
+    targets.append(["Dask overhead vs the local workers, 2 workers, x%d "
+                    "(medians of %d runs each)" % (scale, repeats), "<= 10%",
                     "%+.1f%%" % (100 * (dask2 / pool - 1))])
-    targets.append(["Dask 2 workers vs 1, throughput, x%d" % scale, ">= 1.8x",
-                    "%.2fx" % (dask1 / dask2)])
+    targets.append(["Dask 2 workers (median) vs 1, throughput, x%d" % scale,
+                    ">= 1.8x", "%.2fx" % (seconds("Dask", 1, scale) /
+                                          dask2)])
   for name, workers in (("local workers", 2), ("Dask", 1), ("Dask", 2)):
     targets.append(["peak RSS per worker x2 vs x1, %s, %d" % (name, workers),
-                    "<= 1.2x", "%.2fx" % (runs[name, workers, 2][1] /
-                                          runs[name, workers, 1][1])])
+                    "<= 1.2x", "%.2fx" % (rss(name, workers, 2) /
+                                          rss(name, workers, 1))])
   print("\n".join("%s: target %s, measured %s" % tuple(t) for t in targets))
-  per_core = corpora[2] / runs["Dask", 2, 2][0] / 2
-  projection = [[cores, round(PROJECTED_MB / (per_core * cores) / 3600, 2)]
-                for cores in (64, 512)]
-  for cores, hours in projection:
-    print("projection: %d GB at dupe_factor=%d on %d cores: %.2f h" %
-          (PROJECTED_MB // 1000, dupe_factor, cores, hours))
+  projection = projections(corpora[2] / seconds("Dask", 2, 2) / 2,
+                           dupe_factor, other_dupe, rates)
+  for row in projection:
+    print("projection: %s, dupe_factor=%s, %d cores: %.2f h" % tuple(row))
   if record:
     results.record(
         "bench_create_pretraining_data_dask",
         [results.table("Runs (dupe_factor=%d, max_seq_length=128; corpora: "
                        "the real documents repeated, each pass shuffled "
-                       "with its own seed)" % dupe_factor,
+                       "with its own seed; in the order run)" % dupe_factor,
                        ["run", "corpus MB", "seconds", "MB/s per worker",
                         "peak RSS per worker MB",
-                        "records identical to the local workers'"], rows),
+                        "records identical to the first local run's"],
+                       rows),
          results.table("Targets", ["what", "target", "measured"], targets),
-         results.table("Projection from the measured rate per core (Dask, "
-                       "2 workers, x2), not a run: %d GB (BooksCorpus + "
-                       "Wikipedia) at dupe_factor=%d" %
-                       (PROJECTED_MB // 1000, dupe_factor),
-                       ["cores", "hours"], projection)],
-        {"megabytes": megabytes, "dupe_factor": dupe_factor},
+         results.table(
+             "Projection, not a run: hours for %d GB (BooksCorpus + "
+             "Wikipedia). Ours: the rate per core of Dask, 2 workers, on "
+             "the %.0f MB corpus (median), for dupe_factor=%d by the ratio "
+             "of the two dupe factors' times on a %.1f MB corpus; the port: "
+             "its rate in one process on that corpus (it holds the whole "
+             "corpus in memory, so 16 GB would not fit on most machines); "
+             "the original: as reported in google-research/bert#616 (5 GB "
+             "in about 20 hours, CPU and flags not stated), scaled by size" %
+             (PROJECTED_MB // 1000, corpora[2], other_dupe, calibration_mb),
+             ["what", "dupe_factor", "cores", "hours"], projection)],
+        {"megabytes": megabytes, "dupe_factor": dupe_factor,
+         "repeats": repeats,
+         "calibration_megabytes": settings["calibration_megabytes"]},
         headline={"create_pretraining_data, Dask 2 workers / local 2 "
-                  "workers, time": round(runs["Dask", 2, 2][0] /
-                                         runs["local workers", 2, 2][0], 3)})
+                  "workers, time": round(seconds("Dask", 2, 2) /
+                                         seconds("local workers", 2, 2), 3)})
+
+
+def projections(per_core, dupe_factor, other_dupe, rates):
+  """Rows [what, dupe_factor, cores, hours] for PROJECTED_MB of text.
+
+  per_core: ours on Dask, MB/s per core at dupe_factor. rates:
+  calibrate's {(who, dupe_factor): MB/s per core}.
+  """
+  ours = {dupe_factor: per_core,
+          other_dupe: per_core * rates["ours", other_dupe] /
+                      rates["ours", dupe_factor]}
+  rows = []
+  for dupe in sorted(ours):
+    for cores in (64, 512):
+      rows.append(["ours, Dask", dupe, cores,
+                   round(PROJECTED_MB / (ours[dupe] * cores) / 3600, 2)])
+  for dupe in sorted(ours):
+    rows.append(["tf-models-official port, 1 process", dupe, 1,
+                 round(PROJECTED_MB / rates["port", dupe] / 3600, 1)])
+  rows.append(["the original, 1 process (google-research/bert#616)",
+               "not stated", 1, round(20 * PROJECTED_MB / 5000, 1)])
+  return rows
 
 
 if __name__ == "__main__":
