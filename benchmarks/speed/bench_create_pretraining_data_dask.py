@@ -140,14 +140,17 @@ def same_records(a, b):
 
 
 def parse_flags(argv):
-  """(megabytes, dupe_factor, repeats, calibration_megabytes) from argv."""
-  values = {"megabytes": 8.0, "dupe_factor": 5, "repeats": 1,
-            "calibration_megabytes": 4.0}
+  """{name: value} of the flags in argv (--record and --norecord aside)."""
+  values = {"--megabytes": 8.0, "--dupe_factor": 5, "--repeats": 1,
+            "--calibration_megabytes": 4.0}
   for arg in argv:
-    name, _, value = arg.lstrip("-").partition("=")
+    name, _, value = arg.partition("=")
     if name in values:
       values[name] = type(values[name])(value)
-  return values
+    elif name not in ("--record", "--norecord"):
+      sys.exit("%s is not a flag of this benchmark (%s)." %
+               (arg, ", ".join(sorted(values))))
+  return {name[2:]: value for name, value in values.items()}
 
 
 def run_flags(dupe_factor):
