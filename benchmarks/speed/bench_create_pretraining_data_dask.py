@@ -14,7 +14,8 @@ MB/s per worker, peak RSS per worker (sampled every 0.1 s), whether the
 records are byte-identical to the first local run's, and the ratios the
 issue sets targets for (from medians).
 
-First, on a corpus of --calibration_megabytes, ours (2 local workers) and
+First, on a corpus of --calibration_megabytes (at least one pass over the
+sources, 7.2 MB), ours (2 local workers) and
 tf-models-official's port of the original (one process) run at
 --dupe_factor and at 10 (or 5): their rates give the projection's other
 dupe factor and the port's anchor. The projection to BooksCorpus +
@@ -175,7 +176,8 @@ def run_flags(dupe_factor):
 
 def run_here(command, output):
   """Runs command (ours with --num_workers, or the port) writing output;
-  returns (seconds, peak RSS per worker in MB); deletes the output."""
+  returns (seconds, peak RSS of its process tree in MB); deletes the
+  output."""
   seconds, rss = measure(command + ["--output_file=%s" % output],
                          lambda p: [psutil.Process(p.pid)])
   for written in glob.glob(output + "*"):
