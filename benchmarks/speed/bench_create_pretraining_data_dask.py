@@ -9,7 +9,9 @@ the settings docs/pre-training.md gives (its periodic work made rare), and
 one of 1 worker (a `dask scheduler` and `dask worker`s as separate
 processes on this machine, started fresh for each run, one thread each).
 The 2-worker ways alternate, --repeats times each; the 1-worker cluster
-runs once. Prints and records wall time,
+runs once. --ways picks among them (local, dask, quiet, one: all by
+default), so that a long run at GBs can spend its hours on the ways in
+question. Prints and records wall time,
 MB/s per worker, peak RSS per worker (sampled every 0.1 s), whether the
 records are byte-identical to the first local run's, and the ratios the
 issue sets targets for (from medians).
@@ -23,7 +25,8 @@ Wikipedia is labelled as such, not a run.
 
   .venv/bin/python benchmarks/speed/bench_create_pretraining_data_dask.py \\
       [--megabytes=8] [--dupe_factor=5] [--repeats=1] \\
-      [--calibration_megabytes=4] [--norecord]
+      [--calibration_megabytes=4] [--ways=local,dask,quiet,one] \\
+      [--norecord]
 """
 
 import filecmp
@@ -59,6 +62,10 @@ QUIET = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False",
          "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "5s",
          "DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL": "1s"}
 DASK, DASK_QUIET = "Dask", "Dask, docs' settings"
+LOCAL = "local workers"
+# --ways: (name, workers) of each.
+WAYS = {"local": (LOCAL, 2), "dask": (DASK, 2), "quiet": (DASK_QUIET, 2),
+        "one": (DASK, 1)}
 
 
 def build_corpus(path, megabytes):
@@ -127,9 +134,11 @@ def measure(command, worker_roots):
   worker_roots: function () -> list of psutil.Process whose trees are the
   workers (their RSS summed, then divided by the number of roots).
   """
+  # stderr goes to a file: a pipe read only at the end could fill.
+  stderr_file = tempfile.TemporaryFile()
   start = time.perf_counter()
   process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, cwd=REPO)
+                             stderr=stderr_file, cwd=REPO)
   peak = 0
   while process.poll() is None:
     try:
@@ -141,7 +150,9 @@ def measure(command, worker_roots):
       pass
     time.sleep(0.1)
   seconds = time.perf_counter() - start
-  stderr = process.stderr.read().decode()
+  stderr_file.seek(0)
+  stderr = stderr_file.read().decode(errors="replace")
+  stderr_file.close()
   if process.returncode:
     sys.exit("failed: %s\n%s" % (" ".join(command), stderr[-3000:]))
   return seconds, peak / 2**20
@@ -156,7 +167,7 @@ def same_records(a, b):
 def parse_flags(argv):
   """{name: value} of the flags in argv (--record and --norecord aside)."""
   values = {"--megabytes": 8.0, "--dupe_factor": 5, "--repeats": 1,
-            "--calibration_megabytes": 4.0}
+            "--calibration_megabytes": 4.0, "--ways": ",".join(WAYS)}
   for arg in argv:
     name, _, value = arg.partition("=")
     if name in values:
@@ -164,6 +175,12 @@ def parse_flags(argv):
     elif name not in ("--record", "--norecord"):
       sys.exit("%s is not a flag of this benchmark (%s)." %
                (arg, ", ".join(sorted(values))))
+  ways = values["--ways"].split(",")
+  if not ways or any(way not in WAYS for way in ways) or not (
+      "local" in ways and (WAYS.keys() - {"local", "one"}) & set(ways)):
+    sys.exit("--ways=%s: a comma-separated list of %s, with local and at "
+             "least one of dask, quiet." % (values["--ways"], ", ".join(WAYS)))
+  values["--ways"] = ways
   return {name[2:]: value for name, value in values.items()}
 
 
@@ -212,7 +229,7 @@ def calibrate(tmp, megabytes, dupe_factors):
 def main():
   settings = parse_flags(sys.argv[1:])
   megabytes, dupe_factor = settings["megabytes"], settings["dupe_factor"]
-  repeats = settings["repeats"]
+  repeats, ways = settings["repeats"], settings["ways"]
   record = results.record_wanted(sys.argv[1:])
   flags = run_flags(dupe_factor) + [
       # Shards of 1 MB, not the default 4: tens of shards in corpora of
@@ -222,8 +239,11 @@ def main():
   script = [sys.executable, os.path.join(REPO, "create_pretraining_data.py")]
   # The ways of running two workers alternate, so that a slow spell of the
   # machine falls on each; one Dask worker (twice as long) runs once.
-  plan = [("local workers", 2), (DASK, 2), (DASK_QUIET, 2)] * repeats + [
-      (DASK, 1)]
+  plan = [WAYS[w] for w in WAYS if w in ways and w != "one"] * repeats + [
+      WAYS[w] for w in ("one",) if w in ways]
+  # The Dask way of the projection and the scaling target: the defaults
+  # where they ran.
+  dask_way = DASK if "dask" in ways else DASK_QUIET
   rows, runs = [], {}
   with tempfile.TemporaryDirectory() as tmp:
     other_dupe = 10 if dupe_factor != 10 else 5
@@ -240,7 +260,7 @@ def main():
         output = os.path.join(tmp, "run%d-x%d" % (i, scale), "examples")
         command = script + ["--input_file=%s" % corpus,
                             "--output_file=%s" % output] + flags
-        if name != "local workers":
+        if name != LOCAL:
           address, processes = start_cluster(
               workers, tmp, QUIET if name == DASK_QUIET else None)
           roots = [psutil.Process(p.pid) for p in processes[1:]]
@@ -277,23 +297,28 @@ def main():
 
   targets = []
   for scale in (1, 2):
-    pool, dask2 = (seconds("local workers", 2, scale),
-                   seconds("Dask", 2, scale))
+    pool = seconds(LOCAL, 2, scale)
     for name in (DASK, DASK_QUIET):
+      if (name, 2, scale) not in runs:
+        continue
       targets.append(["%s overhead vs the local workers, 2 workers, x%d "
                       "(medians of %d runs each)" % (name, scale, repeats),
                       "<= 10%", "%+.1f%%" % (
                           100 * (seconds(name, 2, scale) / pool - 1))])
-    targets.append(["Dask 2 workers (median) vs 1, throughput, x%d" % scale,
-                    ">= 1.8x", "%.2fx" % (seconds("Dask", 1, scale) /
-                                          dask2)])
-  for name, workers in (("local workers", 2), (DASK, 1), (DASK, 2),
+    if (DASK, 1, scale) in runs:
+      targets.append(["%s 2 workers (median) vs Dask 1, throughput, x%d" %
+                      (dask_way, scale), ">= 1.8x", "%.2fx" % (
+                          seconds(DASK, 1, scale) /
+                          seconds(dask_way, 2, scale))])
+  for name, workers in ((LOCAL, 2), (DASK, 1), (DASK, 2),
                         (DASK_QUIET, 2)):
+    if (name, workers, 1) not in runs:
+      continue
     targets.append(["peak RSS per worker x2 vs x1, %s, %d" % (name, workers),
                     "<= 1.2x", "%.2fx" % (rss(name, workers, 2) /
                                           rss(name, workers, 1))])
   print("\n".join("%s: target %s, measured %s" % tuple(t) for t in targets))
-  projection = projections(corpora[2] / seconds("Dask", 2, 2) / 2,
+  projection = projections(corpora[2] / seconds(dask_way, 2, 2) / 2,
                            dupe_factor, other_dupe, rates)
   for row in projection:
     print("projection: %s, dupe_factor=%s, %d cores: %.2f h" % tuple(row))
@@ -310,21 +335,22 @@ def main():
          results.table("Targets", ["what", "target", "measured"], targets),
          results.table(
              "Projection, not a run: hours for %d GB (BooksCorpus + "
-             "Wikipedia). Ours: the rate per core of Dask, 2 workers, on "
+             "Wikipedia). Ours: the rate per core of %s, 2 workers, on "
              "the %.0f MB corpus (median), for dupe_factor=%d by the ratio "
              "of the two dupe factors' times on a %.1f MB corpus; the port: "
              "its rate in one process on that corpus (it holds the whole "
              "corpus in memory, so 16 GB would not fit on most machines); "
              "the original: as reported in google-research/bert#616 (5 GB "
              "in about 20 hours, CPU and flags not stated), scaled by size" %
-             (PROJECTED_MB // 1000, corpora[2], other_dupe, calibration_mb),
+             (PROJECTED_MB // 1000, dask_way, corpora[2], other_dupe,
+              calibration_mb),
              ["what", "dupe_factor", "cores", "hours"], projection)],
         {"megabytes": megabytes, "dupe_factor": dupe_factor,
-         "repeats": repeats,
+         "repeats": repeats, "ways": ",".join(ways),
          "calibration_megabytes": settings["calibration_megabytes"]},
-        headline={"create_pretraining_data, Dask 2 workers / local 2 "
-                  "workers, time": round(seconds("Dask", 2, 2) /
-                                         seconds("local workers", 2, 2), 3)})
+        headline={"create_pretraining_data, %s 2 workers / local 2 "
+                  "workers, time" % dask_way: round(
+                      seconds(dask_way, 2, 2) / seconds(LOCAL, 2, 2), 3)})
 
 
 def projections(per_core, dupe_factor, other_dupe, rates):
