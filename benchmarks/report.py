@@ -94,6 +94,12 @@ BLOCKS = ((BENCHMARKS_PAGE, "benchmarks"),
           (README, "glance")) + tuple(
               (OUTPUT_PAGES.get(name, README), name) for name in OUTPUTS)
 
+# Settings that change what a benchmark's rows measure: a newer record
+# that differs in them measured other things, so its rows leave none out.
+# (bench_create_pretraining_data_dask: its rows are named by way and scale,
+# x1 / x2, of a corpus of --megabytes.)
+ROW_KEY_SETTINGS = {"bench_create_pretraining_data_dask": ("megabytes",)}
+
 # The README's short table: headlines of these benchmarks first, in this
 # order (then any other, by name), at most GLANCE_ROWS rows.
 GLANCE_ORDER = ("quality", "bench_pretraining", "bench_classifier",
@@ -297,19 +303,23 @@ def row_key(row):
 def newest_rows(entries):
   """[(entry, its tables, rows left out)] of one benchmark on one machine,
   newest first: a row whose table title and row_key a newer record
-  measured too is left out, so a page never shows one measurement twice
-  with two values. A record left with no row is left out."""
+  measured too (with the same ROW_KEY_SETTINGS) is left out, so a page
+  never shows one measurement twice with two values. A record left with no
+  row is left out."""
   seen, kept = set(), []
   for entry in entries:
+    settings = tuple(entry["settings"].get(name) for name in
+                     ROW_KEY_SETTINGS.get(entry["benchmark"], ()))
     tables, dropped = [], 0
     for table in entry["tables"]:
       rows = [row for row in table["rows"]
-              if (table["title"], row_key(row)) not in seen]
+              if (table["title"], row_key(row), settings) not in seen]
       dropped += len(table["rows"]) - len(rows)
       if rows:
         tables.append(dict(table, rows=rows))
     for table in entry["tables"]:
-      seen.update((table["title"], row_key(row)) for row in table["rows"])
+      seen.update((table["title"], row_key(row), settings)
+                  for row in table["rows"])
     if tables:
       kept.append((entry, tables, dropped))
   return kept

@@ -521,3 +521,29 @@ def test_a_measurement_repeated_by_a_newer_record_shows_once():
                0),
               ("2025-01-01", [["small", "float32", 2.0]], 2)]
   assert report.row_key(["bfloat16", 1428]) == ("bfloat16",)
+
+
+def test_rows_of_another_corpus_size_are_other_measurements():
+  # bench_create_pretraining_data_dask names its rows by way and scale (x1,
+  # x2) of a corpus of --megabytes: a newer record at another size leaves
+  # the older one's rows in; one at the same size replaces them.
+  def run(date, megabytes, seconds):
+    record = entry(date, [["local workers, 2 workers", 2 * megabytes,
+                           seconds]], benchmark="bench_create_pretraining_"
+                   "data_dask")
+    record["settings"]["megabytes"] = megabytes
+    return record
+
+  old = run("2025-01-01T00:00:00Z", 500.0, 240.0)
+  new = run("2025-02-01T00:00:00Z", 100.0, 48.0)
+  shown = report.newest_rows(report.newest([old, new]))
+  assert [(e["date"][:10], t[0]["rows"], dropped)
+          for e, t, dropped in shown] == [
+              ("2025-02-01", [["local workers, 2 workers", 200.0, 48.0]], 0),
+              ("2025-01-01", [["local workers, 2 workers", 1000.0, 240.0]],
+               0)]
+  again = run("2025-03-01T00:00:00Z", 500.0, 250.0)
+  again["settings"]["repeats"] = 2
+  shown = report.newest_rows(report.newest([old, new, again]))
+  assert [(e["date"][:10], dropped) for e, _, dropped in shown] == [
+      ("2025-03-01", 0), ("2025-02-01", 0)]
