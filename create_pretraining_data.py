@@ -9,8 +9,9 @@ original's records, record for record:
     --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5
 
 Input: one sentence per line, a blank line between documents. With
---num_workers=N > 1 (N local processes) or --dask_scheduler=tcp://HOST:PORT
-(the workers of a Dask cluster) the corpus is cut into shards of
+--num_workers=N > 1 (a Dask cluster of N processes started here) or
+--dask_scheduler=tcp://HOST:PORT (the workers of a running Dask cluster)
+the corpus is cut into shards of
 --shard_bytes, each made and written by a worker to
 OUTPUT-00012-of-00480, with OUTPUT.manifest.json beside them (see
 runner_lib/pretraining/sharding.py): the same statistics as the original,
@@ -81,8 +82,9 @@ flags.DEFINE_float("short_seq_prob", 0.1,
 # Optional, new here.
 flags.DEFINE_integer("num_workers", 1,
                      "Processes. 1 reproduces the original exactly; more "
-                     "make shards of --shard_bytes, each written by its "
-                     "worker to OUTPUT-NNNNN-of-NNNNN.")
+                     "make shards of --shard_bytes on a Dask cluster of "
+                     "that many processes started here, each shard "
+                     "written by its worker to OUTPUT-NNNNN-of-NNNNN.")
 flags.DEFINE_string("dask_scheduler", None,
                     "tcp://HOST:PORT (or tls://) of a Dask scheduler: its "
                     "workers make the shards, as --num_workers does "
@@ -165,13 +167,14 @@ def write_shards(tokens, input_files, input_sizes, options):
                                for name in RECORD_FLAGS},
                               input_files, input_sizes, FLAGS.vocab_file,
                               FLAGS.shard_bytes, len(shards))
+  try:
+    from runner_lib.pretraining import cluster  # pylint: disable=g-import-not-at-top
+  except ImportError as e:
+    raise errors.InputError(
+        "A sharded run (--num_workers > 1 or --dask_scheduler) needs "
+        "Dask's distributed package (%s): pip install -r requirements.txt." %
+        e) from None
   if FLAGS.dask_scheduler:
-    try:
-      from runner_lib.pretraining import cluster  # pylint: disable=g-import-not-at-top
-    except ImportError as e:
-      raise errors.InputError(
-          "--dask_scheduler needs Dask's distributed package (%s): pip "
-          "install -r requirements.txt." % e) from None
     with cluster.connect(FLAGS.dask_scheduler) as client:
       workers = len(client.scheduler_info()["workers"])
       manifest = sharded_run.write(
@@ -179,10 +182,14 @@ def write_shards(tokens, input_files, input_sizes, options):
           lambda todo: cluster.run(client, todo, settings),
           "a Dask cluster (%d workers now)" % workers)
   else:
-    manifest = sharded_run.write(
-        output_file, spec, shards,
-        lambda todo: sharding.run_local(todo, settings, FLAGS.num_workers),
-        "%d local workers" % FLAGS.num_workers)
+
+    def make_here(todo):
+      # The local cluster starts only when there are shards to make.
+      with cluster.local(FLAGS.num_workers) as client:
+        yield from cluster.run(client, todo, settings)
+
+    manifest = sharded_run.write(output_file, spec, shards, make_here,
+                                 "%d local workers" % FLAGS.num_workers)
   if not manifest["records"]:
     raise errors.InputError(
         "--input_file %s holds no text to make instances of." %

@@ -1,7 +1,8 @@
 """create_pretraining_data.py on a Dask cluster: a scheduler and workers as
-separate processes talking TCP on this machine, as on many machines. The
-records are the same from the local workers, one Dask worker, two, and two
-of which one is killed mid-run; faults end in one line."""
+separate processes talking TCP on this machine, as on many machines, or
+the cluster --num_workers starts here. The records are the same from the
+local workers, one Dask worker, two, and two of which one is killed
+mid-run; faults end in one line."""
 
 import filecmp
 import glob
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from tests import conftest
@@ -235,6 +237,61 @@ def test_ctrl_c_leaves_whole_shards_and_a_rerun_finishes(cluster, corpus,
   assert result.returncode == 0, result.stderr[-3000:]
   assert same_files(reference, output)
   assert json.loads(open(output + ".manifest.json").read())["complete"]
+
+
+def spawned_workers(pid):
+  """psutil.Process of the worker processes a local cluster spawned."""
+  return [p for p in psutil.Process(pid).children()
+          if "spawn_main" in " ".join(p.cmdline())]
+
+
+@pytest.mark.slow
+def test_a_local_cluster_loses_nothing_to_a_killed_worker_or_ctrl_c(
+    corpus, tmp_path):
+  slower = "--dupe_factor=5"  # shards slow enough to act mid-run
+  reference = str(tmp_path / "reference" / "examples")
+  result = run(corpus, reference, "--num_workers=2", slower)
+  assert result.returncode == 0, result.stderr[-3000:]
+  num_shards = len(shards_of(reference))
+
+  def start(output):
+    # Its own process group, as a command at a terminal, with SIGINT as
+    # there (a background suite would hand it down ignored).
+    return subprocess.Popen(
+        command(corpus, output, "--num_workers=2", slower), cwd=REPO_ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=conftest.script_env(), start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+  # A local worker killed with SIGKILL mid-run: started again, its shard
+  # made again, the run whole (the local workers' processes of old failed
+  # the run here).
+  killed = str(tmp_path / "killed" / "examples")
+  process = start(killed)
+  wait_for(lambda: len(shards_of(killed)) >= 2, 120, "shard")
+  written_then = len(shards_of(killed))
+  spawned_workers(process.pid)[0].kill()
+  _, stderr = process.communicate(timeout=300)
+  assert process.returncode == 0, stderr[-3000:]
+  assert written_then < num_shards - 2  # it was killed mid-run
+  assert same_files(reference, killed)
+  assert not glob.glob(killed + "*.tmp-*")
+
+  # Ctrl-C at a terminal reaches the whole process group, the workers
+  # too: the client stops the run in order, in one line.
+  stopped = str(tmp_path / "stopped" / "examples")
+  process = start(stopped)
+  wait_for(lambda: shards_of(stopped), 120, "shard")
+  os.killpg(process.pid, signal.SIGINT)
+  _, stderr = process.communicate(timeout=200)
+  assert process.returncode == 130, stderr[-3000:]
+  assert "Interrupted" in stderr.strip().splitlines()[-1], stderr[-3000:]
+  assert "Traceback" not in stderr, stderr[-3000:]
+  assert 1 <= len(shards_of(stopped)) < num_shards
+  assert not glob.glob(stopped + "*.tmp-*")
+  result = run(corpus, stopped, "--num_workers=2", slower)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert same_files(reference, stopped)
 
 
 def last_line(result):

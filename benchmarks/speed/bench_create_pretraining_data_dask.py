@@ -4,7 +4,9 @@ Builds corpora of --megabytes and twice that from the real text under
 ../shared/data/corpus (the Gutenberg and WikiText-2 pre-training files cut
 into documents, repeated, each repetition shuffled with its own seed), then
 makes the same sharded records four ways: the local workers
-(--num_workers=2), Dask clusters of 2 workers with Dask's defaults and with
+(--num_workers=2: a Dask LocalCluster the script starts; records from
+before runner_lib/core/workers.py was removed measured that process
+pool), Dask clusters of 2 workers with Dask's defaults and with
 the settings docs/pre-training.md gives (its periodic work made rare), and
 one of 1 worker (a `dask scheduler` and `dask worker`s as separate
 processes on this machine, started fresh for each run, one thread each).
@@ -158,6 +160,13 @@ def measure(command, worker_roots):
   return seconds, peak / 2**20
 
 
+def local_workers(process):
+  """The worker processes of the LocalCluster process started: those
+  spawned by multiprocessing (not its resource tracker)."""
+  return [child for child in psutil.Process(process.pid).children()
+          if "spawn_main" in " ".join(child.cmdline())]
+
+
 def same_records(a, b):
   files_a, files_b = sorted(glob.glob(a + "-*")), sorted(glob.glob(b + "-*"))
   return len(files_a) == len(files_b) > 0 and all(
@@ -272,7 +281,7 @@ def main():
             stop_cluster(processes)
         else:
           seconds, rss = measure(command + ["--num_workers=%d" % workers],
-                                 lambda p: psutil.Process(p.pid).children())
+                                 local_workers)
         if reference is None:
           reference, identical = output, "reference"
         else:

@@ -1,4 +1,5 @@
-"""Shards made on a Dask cluster (`dask scheduler`, `dask worker ADDRESS`).
+"""Shards made on a Dask cluster: one started here (local) or one's
+scheduler reached by address (connect; `dask scheduler`, `dask worker`).
 
 Each shard is one task (sharding.make_shard) that writes its own file; the
 client sends the settings once, then only watches. A worker that dies takes
@@ -9,11 +10,16 @@ give the certificates.
 """
 
 import asyncio
+import contextlib
+import logging as std_logging
 import re
+import signal
+import threading
 import time
 import uuid
 
 from absl import logging
+import dask
 import distributed
 import distributed.comm
 
@@ -57,6 +63,66 @@ class _Settings(distributed.WorkerPlugin):
 def _make_shard(shard, run_id):
   """sharding.make_shard with the run's settings: runs on a worker."""
   return sharding.make_shard(shard, _settings_of_run[run_id])
+
+
+class _IgnoreInterrupts(distributed.WorkerPlugin):
+  """Ctrl-C at a terminal reaches the local workers too (one process
+  group): they leave it to the client, which stops the run in order."""
+
+  def setup(self, worker):
+    del worker
+    if threading.current_thread() is threading.main_thread():
+      signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# Dask's own periodic work made rare (the profiler off, the event loop's
+# tick and the monitors slower): each of its threads takes the GIL from the
+# pure-Python task (docs/pre-training.md gives a cluster the same).
+QUIET = {"distributed.worker.profile.enabled": False,
+         "distributed.admin.tick.interval": "1s",
+         "distributed.admin.system-monitor.interval": "5s",
+         "distributed.worker.memory.monitor-interval": "1s"}
+
+
+@contextlib.contextmanager
+def local(num_workers):
+  """A distributed.Client of a new cluster of num_workers processes here.
+
+  The scheduler listens on loopback with TLS from throwaway certificates
+  (Dask's Security.temporary): a scheduler runs whatever code its clients
+  send, and anyone on a shared machine can reach a loopback port. A worker
+  that dies is started again by its nanny, and its shards made again.
+
+  Yields:
+    distributed.Client.
+  """
+  # The scheduler and the nannies live in this process, where absl's
+  # handler would print their every start, connection and close (INFO);
+  # a worker's death and restart stay (WARNING).
+  dask_logger = std_logging.getLogger("distributed")
+  level = dask_logger.level
+  dask_logger.setLevel(std_logging.WARNING)
+  try:
+    with _local_client(num_workers) as client:
+      yield client
+  finally:
+    dask_logger.setLevel(level)
+
+
+@contextlib.contextmanager
+def _local_client(num_workers):
+  # The nannies hand the configuration at their start to their workers.
+  # The workers' own logs stay silent: a task's error reaches the client as
+  # its exception and a worker's death is its nanny's (here); what a worker
+  # logged beyond that was shutdown races (a heartbeat to the scheduler as
+  # it closes, at ERROR with a traceback).
+  with dask.config.set(QUIET), distributed.LocalCluster(
+      n_workers=num_workers, threads_per_worker=1, processes=True,
+      dashboard_address=None, security=True,
+      silence_logs=std_logging.CRITICAL) as local_cluster:
+    with distributed.Client(local_cluster, set_as_default=False) as client:
+      client.register_plugin(_IgnoreInterrupts(), name="ignore-interrupts")
+      yield client
 
 
 async def _reach(address, security):
@@ -123,26 +189,35 @@ def run(client, shards, settings):
     KeyboardInterrupt: the tasks not yet started were cancelled and those
       running have ended (within DRAIN_SECONDS).
   """
-  futures = []
+  pending = {}  # key -> Future of the shards not yet yielded
   run_id = "create_pretraining_data-%s" % uuid.uuid4().hex
   try:
     # The settings (the vocab) once per worker, joining ones included, as
     # a plugin: tasks without inputs are queued on the scheduler, so those
     # not started can be cancelled.
     client.register_plugin(_Settings(run_id, settings), name=run_id)
-    futures = client.map(_make_shard, shards, run_id=run_id, pure=False)
-    for future in distributed.as_completed(futures, loop=client.loop):
-      if future.status == "error":
-        raise future.exception()
-      yield future.result()
+    pending = {f.key: f for f in client.map(_make_shard, shards,
+                                            run_id=run_id, pure=False)}
+    # The results come through the client's event loop (with_results; a
+    # task's error is raised here): the main thread only waits on a
+    # condition, where Ctrl-C lands cleanly. Landing inside Client.sync
+    # (future.result()) left distributed logging a traceback (a NameError
+    # in its cancel callback, distributed 2026.8).
+    for future, result in distributed.as_completed(
+        list(pending.values()), loop=client.loop, with_results=True):
+      # Released once yielded: a worker lost later would otherwise take
+      # every shard it made with it, and the scheduler make them again.
+      del pending[future.key]
+      del future
+      yield result
   except Exception as e:  # pylint: disable=broad-except
-    _stop(client, futures)
+    _stop(client, list(pending.values()))
     reason = _import_failure(e)
     if reason:
       raise errors.InputError(reason) from None
     raise
   except BaseException:
-    _stop(client, futures)
+    _stop(client, list(pending.values()))
     raise
   finally:
     try:

@@ -7,9 +7,9 @@ OUTPUT-00012-of-00480 through a temporary file renamed when complete
 (make_shard). A shard's records depend only on its text, the flags and the
 seed, so the output depends on the input, the flags, the seed and the shard
 size alone: not on how many workers ran it, on which machines, nor on which
-one died (a shard made twice is the same file twice). The workers are local
-processes (run_local, core/workers.py) or a Dask cluster's (cluster.py);
-the client only plans, watches and writes the manifest (manifest.py).
+one died (a shard made twice is the same file twice). The workers are a
+Dask cluster's, started here or reached by address (cluster.py); the client
+only plans, watches and writes the manifest (sharded_run.py).
 
 Documents: a document begins at the start of a file or after a blank line
 (whitespace only); each file ends its last document. A shard [start, end)
@@ -25,11 +25,9 @@ import uuid
 
 from absl import logging
 
-from runner_lib.core import errors
 from runner_lib.core import gfile
 from runner_lib.core import text_input
 from runner_lib.core import tfrecord_writer
-from runner_lib.core import workers
 from runner_lib.pretraining import documents as documents_lib
 from runner_lib.pretraining import instances
 from tokenization import wordpiece
@@ -229,37 +227,6 @@ def make_shard(shard, settings):
       writer.write(record)
   return ShardResult(shard.index, shard.path, documents, len(records),
                      len(skipped))
-
-
-def run_local(shards, settings, num_workers):
-  """Makes the shards on num_workers local processes.
-
-  Yields:
-    ShardResult, in shard order.
-
-  Raises:
-    workers.WorkerError: a worker raised (other than errors.InputError,
-      re-raised as such) or died.
-  """
-  for result in workers.ordered_map(_make_shard_here, shards, num_workers,
-                                   _remember_settings, (settings,)):
-    if isinstance(result, errors.InputError):
-      raise result
-    yield result
-
-
-_settings = []
-
-
-def _remember_settings(settings):
-  _settings[:] = [settings]
-
-
-def _make_shard_here(shard):
-  try:
-    return make_shard(shard, _settings[0])
-  except errors.InputError as e:
-    return e  # one line in the parent, not a worker's traceback
 
 
 def temporary_files(output_file, num_shards):
