@@ -248,8 +248,9 @@ def main():
   script = [sys.executable, os.path.join(REPO, "create_pretraining_data.py")]
   # The ways of running two workers alternate, so that a slow spell of the
   # machine falls on each; one Dask worker (twice as long) runs once.
-  plan = [WAYS[w] for w in WAYS if w in ways and w != "one"] * repeats + [
-      WAYS[w] for w in ("one",) if w in ways]
+  plan = [WAYS[w] for w in WAYS if w in ways and w != "one"] * repeats
+  if "one" in ways:
+    plan.append(WAYS["one"])
   # The Dask way of the projection and the scaling target: the defaults
   # where they ran.
   dask_way = DASK if "dask" in ways else DASK_QUIET

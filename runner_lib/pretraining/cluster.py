@@ -75,6 +75,9 @@ class _IgnoreInterrupts(distributed.WorkerPlugin):
       signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+# How long a local worker may take to start (a second or two here).
+START_SECONDS = 60
+
 # Dask's own periodic work made rare (the profiler off, the event loop's
 # tick and the monitors slower): each of its threads takes the GIL from the
 # pure-Python task (docs/pre-training.md gives a cluster the same).
@@ -103,26 +106,22 @@ def local(num_workers):
   level = dask_logger.level
   dask_logger.setLevel(std_logging.WARNING)
   try:
-    with _local_client(num_workers) as client:
+    # The nannies hand the configuration at their start to their workers.
+    # The workers' own logs stay silent: a task's error reaches the client
+    # as its exception and a worker's death is its nanny's (here); what a
+    # worker logged beyond that was shutdown races (a heartbeat to the
+    # scheduler as it closes, at ERROR with a traceback). death_timeout
+    # bounds a worker's start (unbounded by default).
+    with dask.config.set(QUIET), distributed.LocalCluster(
+        n_workers=num_workers, threads_per_worker=1, processes=True,
+        dashboard_address=None, security=True,
+        silence_logs=std_logging.CRITICAL,
+        death_timeout=START_SECONDS) as local_cluster, distributed.Client(
+            local_cluster, set_as_default=False) as client:
+      client.register_plugin(_IgnoreInterrupts(), name="ignore-interrupts")
       yield client
   finally:
     dask_logger.setLevel(level)
-
-
-@contextlib.contextmanager
-def _local_client(num_workers):
-  # The nannies hand the configuration at their start to their workers.
-  # The workers' own logs stay silent: a task's error reaches the client as
-  # its exception and a worker's death is its nanny's (here); what a worker
-  # logged beyond that was shutdown races (a heartbeat to the scheduler as
-  # it closes, at ERROR with a traceback).
-  with dask.config.set(QUIET), distributed.LocalCluster(
-      n_workers=num_workers, threads_per_worker=1, processes=True,
-      dashboard_address=None, security=True,
-      silence_logs=std_logging.CRITICAL) as local_cluster:
-    with distributed.Client(local_cluster, set_as_default=False) as client:
-      client.register_plugin(_IgnoreInterrupts(), name="ignore-interrupts")
-      yield client
 
 
 async def _reach(address, security):
