@@ -27,6 +27,7 @@ if __name__ == "__main__":
 # pylint: disable=g-import-not-at-top
 
 from absl import flags
+import tensorflow as tf
 
 import modeling
 from runner_lib.classifier import data as classifier_data
@@ -37,6 +38,7 @@ from runner_lib.core import precision
 from runner_lib.ner import options as ner_options
 from runner_lib.serving import export
 from runner_lib.serving import modules
+from runner_lib.serving import openvino_model
 from runner_lib.serving import squad as squad_serving
 from runner_lib.squad import options as squad_options
 from runner_lib.squad import task as squad_task
@@ -56,7 +58,14 @@ flags.DEFINE_bool("overwrite", False,
 flags.DEFINE_string("task_name", None, "--task=classifier: the GLUE / XNLI "
                     "task, as run_classifier.py's --task_name.")
 runner_flags.define_model_flags()
-runner_flags.define_inference_precision_flag()
+runner_flags.define_inference_precision_flag(int8=True)
+flags.DEFINE_string("calibration_file", None,
+                    "--precision=int8: JSON lines, each an instance of the "
+                    "serving signature's inputs as TensorFlow Serving's "
+                    "REST requests carry them (e.g. {\"text_a\": ..., "
+                    "\"text_b\": ...}), the task's own examples; the "
+                    "first %d calibrate the activations' int8 ranges." %
+                    openvino_model.MAX_CALIBRATION)
 # --task=ner: run_ner.py's tags and tagger (fine-tuned or feature-based).
 ner_options.define_model_flags()
 # --task=squad: run_squad.py's windows, n-best search and threshold.
@@ -105,7 +114,22 @@ def build_module(config, options):
                                *common)
 
 
+def check_flags():
+  """--calibration_file goes with --precision=int8, which needs it."""
+  if FLAGS.precision == "int8" and not FLAGS.calibration_file:
+    raise errors.InputError(
+        "--precision=int8 needs --calibration_file: JSON lines of the "
+        "task's own examples (docs/serving.md, Precision).")
+  if FLAGS.calibration_file and FLAGS.precision != "int8":
+    raise errors.InputError("--calibration_file is for --precision=int8 "
+                            "(got --precision=%s)." % FLAGS.precision)
+  if FLAGS.precision != "float32" and FLAGS.task == "preprocessor":
+    raise errors.InputError("--task=preprocessor has no model: "
+                            "--precision does not apply.")
+
+
 def main(_):
+  check_flags()
   export.check_export_dir(FLAGS.export_dir, FLAGS.overwrite)
   if FLAGS.task == "preprocessor":
     # Only the vocab: check it as FullTokenizer does.
@@ -118,18 +142,45 @@ def main(_):
     if not FLAGS[name].value:
       raise errors.InputError("--task=%s needs --%s." % (FLAGS.task, name))
   config, _ = runner_flags.config_and_tokenizer()
-  module = build_module(config, precision.prediction_options(FLAGS.precision))
+  module = build_module(config, precision.prediction_options(
+      "float32" if FLAGS.precision == "int8" else FLAGS.precision))
+
+  def load(module):
+    """The names of the variables of module's model the checkpoint lacks."""
+    return modeling.load_checkpoint(module.model, FLAGS.init_checkpoint,
+                                    allow_partial=True).missing
   # Every variable the task's model has must be in the checkpoint: a
   # pre-training checkpoint has no task head to serve.
-  missing = modeling.load_checkpoint(module.model, FLAGS.init_checkpoint,
-                                     allow_partial=True).missing
+  missing = load(module)
   if missing:
     raise modeling.CheckpointError(
         "Checkpoint %s lacks %d variable(s) of the %s model: %s. Export a "
         "checkpoint fine-tuned for --task=%s." %
         (FLAGS.init_checkpoint, len(missing), FLAGS.task, ", ".join(missing),
          FLAGS.task))
-  export.save(module, FLAGS.export_dir, FLAGS.overwrite)
+  write_beside = None
+  if FLAGS.precision != "float32":
+    instances = None
+    if FLAGS.precision == "int8":
+      names = [spec.name for spec in
+               module.signatures()["serving_default"].input_signature]
+      instances = openvino_model.read_instances(FLAGS.calibration_file,
+                                                names)
+
+    computes = None
+    if FLAGS.precision == "bfloat16":
+      # OpenVINO converts no bfloat16 cast: it reads a float32 twin and
+      # rounds the weights to bfloat16 itself.
+      computes = build_module(config, modeling.ComputeOptions())
+      load(computes)
+
+    def write_beside(directory):
+      openvino_model.write(module, directory, FLAGS.precision, instances,
+                           computes)
+      if FLAGS.precision == "bfloat16":
+        # No per-call cast of the SavedModel's weights.
+        module.store_kernels(tf.bfloat16)
+  export.save(module, FLAGS.export_dir, FLAGS.overwrite, write_beside)
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["task", "export_dir", "vocab_file"])

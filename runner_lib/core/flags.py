@@ -183,8 +183,20 @@ def define_finetuning_flags(modes=("train", "eval", "predict")):
       % input_pipeline.BUCKET_CHUNK_BATCHES)
 
 
-def define_inference_precision_flag():
-  """--precision for prediction and serving (precision.prediction_options)."""
+def define_inference_precision_flag(int8=False):
+  """--precision for prediction and serving (precision.prediction_options);
+  int8: export_saved_model.py's int8 choice too."""
+  if int8:
+    flags.DEFINE_enum(
+        "precision", "float32", ["float32", "bfloat16", "int8"],
+        "What the export computes in. float32: the SavedModel alone. "
+        "bfloat16: the SavedModel's matmuls in bfloat16 over weights "
+        "stored in bfloat16 (bfloat16 units: AMX, AVX512-BF16, a GPU's or "
+        "TPU's), and an OpenVINO model beside it computing in bfloat16. "
+        "int8: a float32 SavedModel, and an OpenVINO model beside it with "
+        "int8 matmuls (weights per channel, activations calibrated on "
+        "--calibration_file). docs/serving.md, Precision.")
+    return
   flags.DEFINE_enum("precision", "float32", ["float32", "bfloat16"],
                     "Compute precision of the model's matmuls: bfloat16 "
                     "runs them on bfloat16 units (AMX, a GPU's or TPU's); "

@@ -29,7 +29,7 @@ def check_export_dir(export_dir, overwrite):
                         "Cannot write --export_dir %s" % export_dir)
 
 
-def save(module, export_dir, overwrite=False):
+def save(module, export_dir, overwrite=False, write_beside=None):
   """Saves module with its signatures() to export_dir.
 
   The SavedModel is written beside export_dir under a temporary name and
@@ -40,6 +40,8 @@ def save(module, export_dir, overwrite=False):
     module: a modules.ServingModule.
     export_dir: str.
     overwrite: bool, replace an existing export_dir.
+    write_beside: None, or a function of the directory being written,
+      called before the SavedModel is saved there (openvino_model.write).
 
   Raises:
     errors.InputError: see check_export_dir, or export_dir's parent cannot
@@ -51,6 +53,8 @@ def save(module, export_dir, overwrite=False):
   temporary = "%s.tmp-%d" % (export_dir, os.getpid())
   try:
     tf.io.gfile.makedirs(os.path.dirname(export_dir))
+    if write_beside is not None:
+      write_beside(temporary)
     tf.saved_model.save(module, temporary, signatures=signatures)
     if tf.io.gfile.exists(export_dir):
       shutil.rmtree(export_dir)

@@ -11,6 +11,7 @@ import functools
 import tensorflow as tf
 
 import modeling
+from modeling import layers
 from runner_lib.core import input_pipeline
 import tokenization
 
@@ -72,6 +73,71 @@ class _HoldsModel(object):
   def preprocessor(self):
     return self._keras.preprocessor
 
+  # serving_default in three stages, so that another runtime can compute
+  # the model between the first and the last (runner_lib/serving/
+  # openvino.py): _prepare(*texts) -> (inputs, state), the model's inputs
+  # (dict of int32 [B, T], [B, C, T] for SWAG) and whatever _finish needs;
+  # _core(inputs) -> dict of float32 tensors, the model's outputs;
+  # _finish(outputs, state) -> the signature's outputs. Each subclass
+  # defines the three.
+
+  def _serve(self, *texts):
+    """serving_default: _prepare, _core and _finish in one graph."""
+    inputs, state = self._prepare(*texts)
+    return self._finish(self._core(inputs), state)
+
+  def add_stages(self, computes=None):
+    """Saves serving_default's first and last stages with the module:
+    prepare(*texts) and finish(outputs, state), as tf.functions.
+
+    Args:
+      computes: the module of the same task whose _core the returned
+        function is (default self), e.g. a float32 twin of a bfloat16
+        module for a runtime that converts no bfloat16 cast.
+
+    Returns:
+      the core's concrete function (inputs: a dict of int32 [None, ...]
+      specs named as the model's inputs), not saved with the module.
+    """
+    serve = self.signatures()["serving_default"]
+    self.prepare = function(self._prepare,
+                            input_signature=serve.input_signature)
+    inputs, state = tf.nest.map_structure(
+        tf.type_spec_from_value,
+        self.prepare.get_concrete_function().structured_outputs)
+    inputs = {name: tf.TensorSpec(spec.shape, spec.dtype, name=name)
+              for name, spec in inputs.items()}
+    # Not saved: the SavedModel's signatures compute the model already.
+    core = function((computes or self)._core,
+                    input_signature=[inputs]).get_concrete_function()
+    outputs = tf.nest.map_structure(tf.type_spec_from_value,
+                                    core.structured_outputs)
+    self.finish = function(self._finish, input_signature=[outputs, state])
+    return core
+
+  def store_kernels(self, dtype):
+    """Stores every layers.Dense kernel whose matmul computes in dtype as a
+    dtype variable, so that a served call casts no weight (the float32
+    copies leave the module).
+
+    Args:
+      dtype: tf.bfloat16, the options' matmul_dtype.
+    """
+    replaced = set()
+    for layer in self.model.submodules:
+      if (isinstance(layer, layers.Dense) and layer.matmul_dtype == dtype
+          and layer.kernel.dtype != dtype):
+        replaced.add(id(layer.kernel))
+        # The matmul casts its operand to dtype: the same value.
+        layer.kernel = tf.Variable(tf.cast(layer.kernel, dtype),
+                                   trainable=False,
+                                   name=layer.kernel.name.split(":")[0])
+    self._track(lambda v: id(v) not in replaced)
+
+  def _track(self, keep):
+    """Tracks the model's variables for which keep(variable) is true."""
+    raise NotImplementedError
+
 
 class ServingModule(_HoldsModel, tf.Module):
   """A task model and its preprocessing; subclasses define signatures()."""
@@ -85,7 +151,10 @@ class ServingModule(_HoldsModel, tf.Module):
     """
     super().__init__()
     self._hold(model, vocab_file, do_lower_case, seq_length)
-    self.model_variables = list(model.variables)
+    self._track(lambda v: True)
+
+  def _track(self, keep):
+    self.model_variables = [v for v in self.model.variables if keep(v)]
 
   def signatures(self):
     """dict signature name -> tf.function with an input signature, for
@@ -115,20 +184,25 @@ class ClassifierModule(ServingModule):
     self.serve_examples = function(
         self._serve_examples, input_signature=[string_spec("examples")])
 
-  def _serve(self, text_a, text_b=None):
-    """Classifies a batch.
+  def _prepare(self, text_a, text_b=None):
+    """text_a: string [B]; text_b: string [B], pair tasks only. Returns
+    the trimmed model inputs and no state."""
+    segments = [text_a] if text_b is None else [text_a, text_b]
+    return trim_padding(self.preprocessor(segments)), {}
 
-    Args:
-      text_a: string [B].
-      text_b: string [B], pair tasks only.
+  def _core(self, inputs):
+    return {"logits": tf.cast(self.model(inputs, training=False),
+                              tf.float32)}
+
+  def _finish(self, outputs, state):
+    """The batch's classes.
 
     Returns:
       dict: "probabilities" float32 [B, num_labels], "logits" float32 [B,
       num_labels], "label" string [B]; for regression "score" float32 [B].
     """
-    segments = [text_a] if text_b is None else [text_a, text_b]
-    logits = tf.cast(self.model(trim_padding(self.preprocessor(segments)),
-                                training=False), tf.float32)
+    del state  # None needed.
+    logits = outputs["logits"]
     if self.labels is None:
       return {"score": logits[:, 0]}
     return {"probabilities": tf.nn.softmax(logits, axis=-1),
@@ -173,14 +247,9 @@ class EncoderModule(_HoldsModel,
   def __init__(self, model, vocab_file, do_lower_case, seq_length):
     """Args: as ServingModule; model: a BertModel, weights loaded."""
     super().__init__()
-    # The model's state is tracked through the lists below.
+    # The model's state is tracked through the lists _track makes.
     self._hold(model, vocab_file, do_lower_case, seq_length)
-    # The dropout generators' states too, which training=True updates.
-    known = {id(v) for v in model.variables}
-    self.variables = list(model.variables) + [
-        v for v in modeling.dropout_state_variables(model).values()
-        if id(v) not in known]
-    self.trainable_variables = list(model.trainable_variables)
+    self._track(lambda v: True)
     self.regularization_losses = []
     spec = {name: tf.TensorSpec([None, None], tf.int32, name=name)
             for name in HUB_INPUTS}
@@ -190,6 +259,15 @@ class EncoderModule(_HoldsModel,
         string_spec("text_a")])
     self.serve_pair = function(self._serve, input_signature=[
         string_spec("text_a"), string_spec("text_b")])
+
+  def _track(self, keep):
+    # The dropout generators' states too, which training=True updates.
+    known = {id(v) for v in self.model.variables}
+    self.variables = [v for v in self.model.variables if keep(v)] + [
+        v for v in modeling.dropout_state_variables(self.model).values()
+        if id(v) not in known]
+    self.trainable_variables = [v for v in self.model.trainable_variables
+                                if keep(v)]
 
   @function
   def __call__(self, inputs, training=False):
@@ -214,23 +292,29 @@ class EncoderModule(_HoldsModel,
             "encoder_outputs": [tf.cast(layer, tf.float32) for layer in
                                 outputs["all_encoder_layers"]]}
 
-  def _serve(self, text_a, text_b=None):
-    """Encodes a batch of raw text.
+  def _prepare(self, text_a, text_b=None):
+    """The packed inputs, seq_length long; the state: their input_mask."""
+    segments = [text_a] if text_b is None else [text_a, text_b]
+    inputs = self.preprocessor(segments)
+    return inputs, {"input_mask": inputs["input_mask"]}
+
+  def _core(self, inputs):
+    outputs = self.model(inputs, training=False)
+    return {"pooled_output": tf.cast(outputs["pooled_output"], tf.float32),
+            "sequence_output": tf.cast(outputs["sequence_output"],
+                                       tf.float32),
+            "encoder_outputs": tf.cast(
+                tf.stack(outputs["all_encoder_layers"], axis=1), tf.float32)}
+
+  def _finish(self, outputs, state):
+    """A batch of raw text's encodings.
 
     Returns:
       dict: "pooled_output" float32 [B, H], "sequence_output" float32
       [B, T, H], "encoder_outputs" float32 [B, L, T, H] (every layer),
       "input_mask" int32 [B, T].
     """
-    segments = [text_a] if text_b is None else [text_a, text_b]
-    inputs = self.preprocessor(segments)
-    outputs = self.model(inputs, training=False)
-    return {"pooled_output": tf.cast(outputs["pooled_output"], tf.float32),
-            "sequence_output": tf.cast(outputs["sequence_output"],
-                                       tf.float32),
-            "encoder_outputs": tf.cast(
-                tf.stack(outputs["all_encoder_layers"], axis=1), tf.float32),
-            "input_mask": inputs["input_mask"]}
+    return dict(outputs, input_mask=state["input_mask"])
 
   def signatures(self):
     return {"serving_default": self.serve,
@@ -249,16 +333,13 @@ class SwagModule(ServingModule):
         string_spec("context"), string_spec("start"),
         string_spec("endings", (None, num_choices))])
 
-  def _serve(self, context, start, endings):
-    """Scores a batch.
+  def _prepare(self, context, start, endings):
+    """The model's inputs, int32 [B, C, T], and no state.
 
     Args:
       context: string [B], sent1.
       start: string [B], sent2.
       endings: string [B, C].
-
-    Returns:
-      dict: "probabilities" float32 [B, C], "label" int32 [B].
     """
     # [B*C] pairs: sent1, and sent2 + " " + ending, as run_swag packs them.
     contexts = tf.reshape(tf.repeat(context, self.num_choices), [-1])
@@ -270,7 +351,16 @@ class SwagModule(ServingModule):
     inputs = trim_padding({
         key: tf.reshape(value, [-1, self.num_choices, length])
         for key, value in inputs.items()})  # [B, C, T]
-    logits = tf.cast(self.model(inputs, training=False), tf.float32)
+    return inputs, {}
+
+  def _core(self, inputs):
+    return {"logits": tf.cast(self.model(inputs, training=False),
+                              tf.float32)}
+
+  def _finish(self, outputs, state):
+    """Returns dict: "probabilities" float32 [B, C], "label" int32 [B]."""
+    del state  # None needed.
+    logits = outputs["logits"]
     return {"probabilities": tf.nn.softmax(logits, axis=-1),
             "label": tf.argmax(logits, axis=-1, output_type=tf.int32)}
 
@@ -319,15 +409,14 @@ class NerModule(ServingModule):
     self.unk_id = tokenization.read_vocab_tokens(vocab_file).index("[UNK]")
     self.serve = function(self._serve, input_signature=[string_spec("text")])
 
-  def _serve(self, text):
-    """Tags a batch.
+  def _prepare(self, text):
+    """The model's inputs, int32 [R, T] (R >= B: a sentence longer than
+    a sequence takes several), and the state: "words", string RaggedTensor
+    [B, (W)]; each word's sequence "rows" and first piece's "positions"
+    in it, int64 [sum W].
 
     Args:
       text: string [B], words separated by whitespace.
-
-    Returns:
-      dict: "tags" and "words", string [B, max_words] ("" past each
-      sentence's end).
     """
     seq_length = self.preprocessor.seq_length
     max_pieces = seq_length - 2
@@ -364,13 +453,23 @@ class NerModule(ServingModule):
                                            tf.int64))], axis=1)
     input_ids = ids.to_tensor(0, shape=[None, seq_length])
     input_mask = tf.ones_like(ids).to_tensor(0, shape=[None, seq_length])
-    logits = self.model(trim_padding({
+    inputs = trim_padding({
         "input_ids": tf.cast(input_ids, tf.int32),
         "input_mask": tf.cast(input_mask, tf.int32),
-        "segment_ids": tf.zeros_like(input_ids, tf.int32)}), training=False)
-    predicted = tf.argmax(logits, axis=-1)  # [R, T]
+        "segment_ids": tf.zeros_like(input_ids, tf.int32)})
+    return inputs, {"words": words, "rows": rows, "positions": positions}
+
+  def _core(self, inputs):
+    return {"logits": tf.cast(self.model(inputs, training=False),
+                              tf.float32)}
+
+  def _finish(self, outputs, state):
+    """Returns dict: "tags" and "words", string [B, max_words] ("" past
+    each sentence's end)."""
+    words = state["words"]
+    predicted = tf.argmax(outputs["logits"], axis=-1)  # [R, T]
     tags = tf.gather(self.labels, tf.gather_nd(
-        predicted, tf.stack([rows, positions], axis=1)))
+        predicted, tf.stack([state["rows"], state["positions"]], axis=1)))
     return {"tags": words.with_flat_values(tags).to_tensor(""),
             "words": words.to_tensor("")}
 

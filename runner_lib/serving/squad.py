@@ -133,12 +133,34 @@ class SquadModule(modules.ServingModule):
         fn_output_signature=(tf.string, tf.int64))
     return text, first_word, orig_text, orig_start
 
-  def _serve(self, question, context):
-    """Answers a batch of questions.
+  def _prepare(self, question, context):
+    """Every window's model inputs (int32 [W, T]), and the state: the
+    contexts (as decoded), their words and where each begins, and
+    _windows' answer-search tensors.
 
     Args:
       question: string [B].
       context: string [B].
+    """
+    # Characters are counted in decoded text: an invalid byte is one U+FFFD
+    # (which the tokenizer drops).
+    question = tf.strings.unicode_transcode(question, "UTF-8", "UTF-8",
+                                            errors="replace")
+    context = tf.strings.unicode_transcode(context, "UTF-8", "UTF-8",
+                                           errors="replace")
+    words, begins = graph.split_context(context)
+    windows = self._windows(question, words)
+    inputs = windows.pop("inputs")
+    return inputs, {"context": context, "words": words, "begins": begins,
+                    "windows": windows}
+
+  def _core(self, inputs):
+    start_logits, end_logits = self.model(inputs, training=False)
+    return {"start_logits": tf.cast(start_logits, tf.float32),
+            "end_logits": tf.cast(end_logits, tf.float32)}
+
+  def _finish(self, outputs, state):
+    """The batch's answers, from every window's logits.
 
     Returns:
       dict: "answer_text" string [B], predictions.json's answer;
@@ -148,18 +170,11 @@ class SquadModule(modules.ServingModule):
       2.0 also: "null_score_diff" float32 [B], null_odds.json's value;
       "best_non_null_text" string [B], the answer at an infinite threshold.
     """
-    # Characters are counted in decoded text: an invalid byte is one U+FFFD
-    # (which the tokenizer drops).
-    question = tf.strings.unicode_transcode(question, "UTF-8", "UTF-8",
-                                            errors="replace")
-    context = tf.strings.unicode_transcode(context, "UTF-8", "UTF-8",
-                                           errors="replace")
+    context, words, begins, windows = (
+        state["context"], state["words"], state["begins"], state["windows"])
+    start_logits = outputs["start_logits"]
+    end_logits = outputs["end_logits"]
     batch_size = tf.size(context, out_type=tf.int64)
-    words, begins = graph.split_context(context)
-    windows = self._windows(question, words)
-    start_logits, end_logits = self.model(windows["inputs"], training=False)
-    start_logits = tf.cast(start_logits, tf.float32)
-    end_logits = tf.cast(end_logits, tf.float32)
     span = graph.best_spans(start_logits, end_logits, windows["start_ok"],
                             windows["end_ok"], windows["example"],
                             batch_size, self.n_best_size,
