@@ -153,9 +153,12 @@ class Served(object):
   One call at a time: an instance is not thread-safe.
   """
 
-  def __init__(self, export_dir, device="CPU"):
+  def __init__(self, export_dir, device="CPU", inference_precision=None):
     """Args: export_dir: str, an export_saved_model.py --precision=bfloat16
-    or int8 directory; device: OpenVINO's device name."""
+    or int8 directory; device: OpenVINO's device name;
+    inference_precision: None (the export's: bf16 for bfloat16, f32 around
+    int8's matmuls), or OpenVINO's "f32" / "bf16" instead (a bfloat16
+    export's model holds float32 weights: "f32" computes in float32)."""
     import openvino as ov  # pylint: disable=g-import-not-at-top
     directory = os.path.join(export_dir, DIRECTORY)
     settings_path = os.path.join(directory, SETTINGS)
@@ -169,8 +172,9 @@ class Served(object):
     self._saved = tf.saved_model.load(export_dir)
     self._compiled = ov.Core().compile_model(
         os.path.join(directory, MODEL), device,
-        {"INFERENCE_PRECISION_HINT":
-             INFERENCE_PRECISION[self.settings["precision"]],
+        {"INFERENCE_PRECISION_HINT": inference_precision or
+                                     INFERENCE_PRECISION[
+                                         self.settings["precision"]],
          "PERFORMANCE_HINT": "LATENCY"})
 
   def __call__(self, **inputs):
@@ -184,6 +188,6 @@ class Served(object):
     return self._saved.finish(outputs, state)
 
 
-def load(export_dir, device="CPU"):
-  """Served(export_dir, device)."""
-  return Served(export_dir, device)
+def load(export_dir, device="CPU", inference_precision=None):
+  """Served(export_dir, device, inference_precision)."""
+  return Served(export_dir, device, inference_precision)
