@@ -84,6 +84,8 @@ OUTPUTS = {
 # README, the demo's (longer) in docs/results.md.
 OUTPUT_PAGES = {"demo": RESULTS_PAGE}
 FINE_TUNING_PAGE = "docs/fine-tuning.md"
+SERVING_PAGE = "docs/serving.md"
+SERVING_PRECISION = "bench_serving_precision"
 # (page, block) in the order they are rendered and reported.
 BLOCKS = ((BENCHMARKS_PAGE, "benchmarks"),
           (BENCHMARKS_PAGE, "benchmarks-figure"),
@@ -91,6 +93,7 @@ BLOCKS = ((BENCHMARKS_PAGE, "benchmarks"),
           (TRAINING_PAGE, "bfloat16-speed"),
           (TRAINING_PAGE, "memory"),
           (FINE_TUNING_PAGE, "time"),
+          (SERVING_PAGE, "serving-precision"),
           (README, "glance")) + tuple(
               (OUTPUT_PAGES.get(name, README), name) for name in OUTPUTS)
 
@@ -545,6 +548,25 @@ def bfloat16_speed_block(records):
                       "float32; below 1: slower.")
 
 
+def serving_precision_block(records):
+  """docs/serving.md's measurements: the newest bench_serving_precision
+  record of each machine, its speed table cut to BERT-Base and MiniLM at
+  full length and its accuracy table whole."""
+  parts = []
+  for key, entries in by_machine(
+      [e for e in records if e["benchmark"] == SERVING_PRECISION]):
+    entry = entries[0]
+    parts.append(machine_heading(key, entry["machine"]).replace(
+        "### ", "#### ", 1))
+    parts.append("%s (`benchmarks/speed/bench_serving_precision.py`)." %
+                 provenance(entry))
+    parts += [markdown_table(t) for t in entry["tables"]]
+  if not parts:
+    return ("Not recorded yet: run `benchmarks/speed/"
+            "bench_serving_precision.py`.")
+  return "\n\n".join(parts)
+
+
 def memory_table(entry, title):
   """The table of a bench_memory record whose title starts with title.
 
@@ -705,6 +727,8 @@ def render(records):
             (TRAINING_PAGE, "bfloat16-speed"): bfloat16_speed_block(kept),
             (TRAINING_PAGE, "memory"): memory_block(kept),
             (FINE_TUNING_PAGE, "time"): time_block(kept),
+            (SERVING_PAGE, "serving-precision"): serving_precision_block(
+                kept),
             (README, "glance"): glance_block(kept)}
   for name in OUTPUTS:
     blocks[OUTPUT_PAGES.get(name, README), name] = output_block(kept, name)

@@ -231,6 +231,40 @@ def speed(shape, directory, rows):
         rows.append(row)
 
 
+def tensorflow_matmuls(rows):
+  """TensorFlow's own int8 matmul (oneDNN's, the one CPU kernel TensorFlow
+  2.20 registers: uint8 x int8 -> float32, per-tensor ranges) against its
+  float32 and bfloat16 matmuls at BERT-Base's feed-forward shape: why the
+  int8 export is not a TensorFlow graph. Appends rows [rows, op, ms]."""
+  for m in (128, 4096):
+    x = tf.random.normal([m, 768])
+    w = tf.random.normal([768, 3072])
+    w_bf16 = tf.cast(w, tf.bfloat16)
+    w_int8 = tf.cast(tf.clip_by_value(tf.round(w * 20.0), -127, 127), tf.qint8)
+
+    @tf.function
+    def int8(x):
+      q, low, high = tf.quantization.quantize(
+          x, tf.reduce_min(x), tf.reduce_max(x), tf.quint8,
+          mode="MIN_FIRST")
+      return tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
+          a=q, b=w_int8, bias=tf.zeros([3072]), min_a=low, max_a=high,
+          min_b=-127.0 / 20, max_b=127.0 / 20, min_freezed_output=-1.0,
+          max_freezed_output=1.0, Toutput=tf.float32,
+          input_quant_mode="MIN_FIRST")
+
+    calls = {"float32": tf.function(lambda x: tf.matmul(x, w)),
+             "bfloat16": tf.function(
+                 lambda x: tf.matmul(tf.cast(x, tf.bfloat16), w_bf16)),
+             "int8 (QuantizedMatMulWithBiasAndDequantize)": int8}
+    medians = timing.alternated_medians(
+        {name: (lambda fn=fn: fn(x).numpy()) for name, fn in calls.items()},
+        FLAGS.repeats * 5)
+    for name, seconds in medians.items():
+      rows.append([m, name, round(1000 * seconds, 3)])
+      print(" ".join(str(v) for v in rows[-1]), flush=True)
+
+
 def classifier_accuracy(task_name, model_dir, directory):
   """Rows [task, precision, side, metrics...] of a fine-tuned classifier."""
   data_dir = os.path.join(GLUE, task_name)
@@ -315,7 +349,8 @@ def main(argv):
   if bool(FLAGS.mrpc_dir or FLAGS.sst2_dir) != bool(FLAGS.minilm_dir):
     sys.exit("--mrpc_dir / --sst2_dir go with --minilm_dir.")
   directory = tempfile.mkdtemp()
-  speed_rows, accuracy_rows = [], []
+  speed_rows, accuracy_rows, matmul_rows = [], [], []
+  tensorflow_matmuls(matmul_rows)
   for shape in FLAGS.shapes:
     speed(shape, os.path.join(directory, shape), speed_rows)
   for task_name, model_dir in (("MRPC", FLAGS.mrpc_dir),
@@ -331,6 +366,9 @@ def main(argv):
       ["shape", "inputs", "batch", "side", "p50 ms", "p90 ms",
        "examples/s", "vs tf_float32", "vs ort_int8",
        "labels as tf_float32"], speed_rows)]
+  tables.append(results.table(
+      "TensorFlow's own matmuls, [rows, 768] x [768, 3072]",
+      ["rows", "op", "ms"], matmul_rows))
   if accuracy_rows:
     tables.append(results.table(
         ACCURACY_TITLE,
