@@ -550,8 +550,7 @@ def bfloat16_speed_block(records):
 
 def serving_precision_block(records):
   """docs/serving.md's measurements: the newest bench_serving_precision
-  record of each machine, its speed table cut to BERT-Base and MiniLM at
-  full length and its accuracy table whole."""
+  record of each machine, its tables whole."""
   parts = []
   for key, entries in by_machine(
       [e for e in records if e["benchmark"] == SERVING_PRECISION]):

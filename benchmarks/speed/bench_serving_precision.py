@@ -96,6 +96,7 @@ ACCURACY_TITLE = "Dev accuracy of each precision's export"
 
 def export(directory, precision, calibration=None, **flag_values):
   """Runs export_saved_model.py as a user does; returns the export dir."""
+  os.makedirs(directory, exist_ok=True)
   export_dir = os.path.join(directory, "export_" + precision)
   args = [sys.executable, os.path.join(ROOT, "export_saved_model.py"),
           "--export_dir=" + export_dir, "--precision=" + precision,
@@ -194,7 +195,7 @@ def speed(shape, directory, rows):
   """Times every side on shape's random classifier; appends table rows."""
   config = modeling.BertConfig(vocab_size=30522, type_vocab_size=2,
                                **SHAPES[shape])
-  os.makedirs(directory)
+  os.makedirs(directory, exist_ok=True)
   config_file = os.path.join(directory, "bert_config.json")
   with open(config_file, "w") as f:
     f.write(config.to_json_string())
