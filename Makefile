@@ -42,13 +42,13 @@ test-fast: $(VENV_STAMP) $(KERNELS)
 demo: $(VENV_STAMP) $(KERNELS)
 	bash demo/run_demo.sh
 
-# The thirteen speed and memory benchmarks that need only this machine's
+# The fourteen speed and memory benchmarks that need only this machine's
 # CPUs, with their default flags (the fine-tuning step's also in bfloat16
 # and at the MiniLM shape), each beside its peer
 # and appending a record to benchmarks/results/: bench_encoder,
 # bench_tokenizer, bench_pretraining, bench_classifier, bench_squad,
 # bench_swag, bench_ner,
-# bench_serving, bench_trim, bench_extract_features,
+# bench_serving, bench_serving_precision, bench_trim, bench_extract_features,
 # bench_create_pretraining_data, bench_learn_vocab and bench_memory (the
 # longest: BERT-Large steps at up to seq 512) (benchmarks/speed/); then
 # the report renders the
@@ -66,6 +66,7 @@ benchmark: $(VENV_STAMP) $(KERNELS)
 	$(PYTHON) benchmarks/speed/bench_swag.py
 	$(PYTHON) benchmarks/speed/bench_ner.py
 	$(PYTHON) benchmarks/speed/bench_serving.py
+	$(PYTHON) benchmarks/speed/bench_serving_precision.py
 	$(PYTHON) benchmarks/speed/bench_trim.py
 	$(PYTHON) benchmarks/speed/bench_extract_features.py
 	$(PYTHON) benchmarks/speed/bench_create_pretraining_data.py

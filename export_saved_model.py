@@ -16,6 +16,12 @@ flags: question and context in, predictions.json's answer out), swag, ner
 (fine-tuned), encoder (any checkpoint: BertModel's outputs, like TF Hub's
 BERT encoders), preprocessor (TF Hub's BERT preprocessing interface; no
 checkpoint needed).
+
+--precision=bfloat16 or int8 also writes an OpenVINO model beside the
+SavedModel (int8 calibrated on --calibration_file), served between the
+SavedModel's own tokenizer and post-processing
+(runner_lib/serving/openvino_model.py, docs/serving.md); a bfloat16
+SavedModel stores its matmul weights in bfloat16.
 """
 
 import os

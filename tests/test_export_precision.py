@@ -15,6 +15,7 @@ import csv
 import functools
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -281,3 +282,84 @@ def test_bad_calibration_file_is_named(exports, tmp_path):
   float32.mkdir()
   with pytest.raises(errors.InputError, match="has no OpenVINO model"):
     openvino_model.load(str(float32))
+
+
+def rest_examples():
+  """docs/serving.md's REST requests and responses: dict task ->
+  (request, response), each parsed JSON."""
+  path = os.path.join(os.path.dirname(__file__), "..", "docs", "serving.md")
+  with open(path, encoding="utf-8") as f:
+    text = f.read()
+  found = {}
+  for match in re.finditer(r"<!-- rest (\w+) (request|response) -->\n"
+                           r"```json\n(.*?)\n```", text, re.S):
+    found.setdefault(match.group(1), {})[match.group(2)] = json.loads(
+        match.group(3))
+  return {task: (pair["request"], pair["response"])
+          for task, pair in found.items()}
+
+
+def kind(value):
+  """A JSON value's type and nesting: "str", "int", "float", or
+  "list of <kind of its first element>"."""
+  if isinstance(value, list):
+    return "list of " + kind(value[0])
+  return {str: "str", int: "int", float: "float"}[type(value)]
+
+
+def rest_predict(signature, request):
+  """TensorFlow Serving's REST predict in the row format: each instance's
+  inputs stacked into columns, the outputs split back into one object per
+  instance (strings decoded, numbers as JSON numbers)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  instances = request["instances"]
+  columns = {name: tf.constant([instance[name] for instance in instances])
+             for name in instances[0]}
+  outputs = signature(**columns)
+
+  def plain(value):
+    if isinstance(value, bytes):
+      return value.decode("utf-8")
+    if isinstance(value, list):
+      return [plain(v) for v in value]
+    return value
+
+  return {"predictions": [
+      {name: plain(value.numpy()[row].tolist())
+       for name, value in outputs.items()}
+      for row in range(len(instances))]}
+
+
+def test_rest_requests_in_the_docs_give_their_responses(exports):
+  paths = exports[0]
+  examples = rest_examples()
+  assert sorted(examples) == sorted(INT8_TASKS)
+  for task, (request, response) in examples.items():
+    # The int8 export's SavedModel is the float32 one.
+    got = rest_predict(loaded(paths[task, "int8"]).signatures[
+        "serving_default"], request)
+    assert len(got["predictions"]) == len(request["instances"])
+    want = response["predictions"][0]
+    prediction = got["predictions"][0]
+    assert sorted(prediction) == sorted(want), task
+    for key, value in want.items():
+      assert kind(prediction[key]) == kind(value), (task, key)
+    if task == "ner":
+      assert prediction["words"] == want["words"]
+      assert len(prediction["tags"]) == len(want["tags"])
+
+
+def test_bfloat16_export_on_a_cpu_without_bfloat16_units(exports, monkeypatch,
+                                                          caplog):
+  from runner_lib.core import precision  # pylint: disable=g-import-not-at-top
+  from runner_lib.serving import openvino_model  # pylint: disable=g-import-not-at-top
+  paths, _, _, inputs, _ = exports
+  path = paths["classifier", "bfloat16"]
+  monkeypatch.setattr(precision, "cpu_flags", lambda: {"avx2", "fma"})
+  with caplog.at_level("WARNING"):
+    got = openvino_model.load(path)(**inputs["classifier"])
+  assert "has no bfloat16 units" in caplog.text
+  # Computed in float32, as the float32 path.
+  want = served(path, "f32")(**inputs["classifier"])
+  np.testing.assert_allclose(got["probabilities"].numpy(),
+                             want["probabilities"].numpy(), atol=1e-6)

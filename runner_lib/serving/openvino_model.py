@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from runner_lib.core import errors
+from runner_lib.core import precision
 
 DIRECTORY = "openvino"
 MODEL = "model.xml"
@@ -133,6 +134,13 @@ def write(module, export_dir, precision, instances=None, computes=None):
   logging.info("Wrote the OpenVINO model (%s) to %s.", precision, directory)
 
 
+def _bf16_units():
+  """Whether this CPU has bfloat16 units (True where its flags cannot be
+  read: nothing to warn about)."""
+  found = precision.cpu_flags()
+  return found is None or bool(found.intersection(precision.BF16_CPU_FLAGS))
+
+
 def _port_indices(ports, names):
   """dict name -> index of the port OpenVINO named after it ("name" or
   TensorFlow's "name:0")."""
@@ -169,12 +177,19 @@ class Served(object):
           (export_dir, settings_path))
     with tf.io.gfile.GFile(settings_path) as f:
       self.settings = json.load(f)
+    inference_precision = (inference_precision or
+                           INFERENCE_PRECISION[self.settings["precision"]])
+    if inference_precision == "bf16" and device == "CPU" and not _bf16_units():
+      logging.warning(
+          "%s is a bfloat16 export, and this CPU has no bfloat16 units "
+          "(its flags have none of %s): OpenVINO computes it in float32, "
+          "with float32's speed.", export_dir,
+          ", ".join(precision.BF16_CPU_FLAGS))
+      inference_precision = "f32"
     self._saved = tf.saved_model.load(export_dir)
     self._compiled = ov.Core().compile_model(
         os.path.join(directory, MODEL), device,
-        {"INFERENCE_PRECISION_HINT": inference_precision or
-                                     INFERENCE_PRECISION[
-                                         self.settings["precision"]],
+        {"INFERENCE_PRECISION_HINT": inference_precision,
          "PERFORMANCE_HINT": "LATENCY"})
 
   def __call__(self, **inputs):
