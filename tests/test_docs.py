@@ -37,6 +37,7 @@ REPORT_BLOCKS = {
     "docs/benchmarks.md": {"benchmarks", "benchmarks-figure"},
     "docs/training.md": {"bfloat16-speed", "memory"},
     "docs/fine-tuning.md": {"time"},
+    "docs/serving.md": {"serving-precision"},
 }
 
 # absl's own flags, which every absl script accepts (app, logging, flags).

@@ -325,7 +325,7 @@ def rest_predict(signature, request):
     return value
 
   return {"predictions": [
-      {name: plain(value.numpy()[row].tolist())
+      {name: plain(np.asarray(value.numpy()[row]).tolist())
        for name, value in outputs.items()}
       for row in range(len(instances))]}
 

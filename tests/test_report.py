@@ -114,7 +114,8 @@ def write_pages(root, around="text {n}\n"):
   and around them; returns {page: text}."""
   texts = {}
   for page in (report.BENCHMARKS_PAGE, report.RESULTS_PAGE,
-               report.TRAINING_PAGE, report.FINE_TUNING_PAGE, report.README):
+               report.TRAINING_PAGE, report.FINE_TUNING_PAGE,
+               report.SERVING_PAGE, report.README):
     parts = [around.format(n=0)]
     for n, (block_page, name) in enumerate(report.BLOCKS, 1):
       if block_page == page:
@@ -238,7 +239,8 @@ def test_write_keeps_text_outside_the_markers(tmp_path):
   assert sorted(changed) == sorted([report.BENCHMARKS_PAGE,
                                     report.RESULTS_PAGE, report.README,
                                     report.TRAINING_PAGE,
-                                    report.FINE_TUNING_PAGE, report.FIGURE])
+                                    report.FINE_TUNING_PAGE,
+                                    report.SERVING_PAGE, report.FIGURE])
   for page, text in before.items():
     after = read(root, page)
     outside = re.split(r"<!-- report:begin [\w-]+ -->.*?"

@@ -117,9 +117,10 @@ def write(module, export_dir, precision, instances=None, computes=None):
   if precision == "int8":
     import nncf  # pylint: disable=g-import-not-at-top
     batches = _calibration_inputs(module, instances)
-    # Activations' ranges from the task's own examples (static); weights
-    # per output channel; TRANSFORMER keeps softmax, LayerNorm and GELU in
-    # float (NNCF's transformer scheme).
+    # The matmuls' inputs in int8: weights per output channel, activations
+    # with ranges from the task's own examples (static); the elementwise
+    # ops (softmax, LayerNorm, GELU, adds) stay float, as NNCF's
+    # transformer scheme leaves them.
     model = nncf.quantize(model, nncf.Dataset(batches),
                           model_type=nncf.ModelType.TRANSFORMER,
                           subset_size=len(batches))
