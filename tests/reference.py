@@ -195,6 +195,24 @@ def random_weights(config, seed=0, heads=True, scale=0.2):
   return weights
 
 
+# The fine-tuning runners' output layers: variable prefix -> rows.
+TASK_HEADS = {"output": 2, "cls/swag/output": 1, "cls/ner/output": 9,
+              "cls/squad/output": 2}
+
+
+def task_weights(config, seed=6):
+  """random_weights with every task runner's output layer (TASK_HEADS:
+  the classifier's 2 labels, SWAG's score, NER's 9 tags, SQuAD's start and
+  end), as a fine-tuned checkpoint of each task holds it."""
+  weights = random_weights(config, seed=seed)
+  rng = np.random.RandomState(seed + 1)
+  for name, rows in TASK_HEADS.items():
+    weights[name + "_weights"] = rng.randn(
+        rows, config.hidden_size).astype(np.float32)
+    weights[name + "_bias"] = (0.1 * rng.randn(rows)).astype(np.float32)
+  return weights
+
+
 def write_tf1_checkpoint(prefix, weights):
   """Writes weights as a TF1 checkpoint with a graph-mode tf.compat.v1 Saver.
 

@@ -89,12 +89,7 @@ def exports(tmp_path_factory):
   config = modeling.BertConfig(**CONFIG)
   config_file = tmp_path / "bert_config.json"
   config_file.write_text(config.to_json_string())
-  weights = reference.random_weights(config, seed=6)
-  rng = np.random.RandomState(7)
-  for name, rows in (("output", 2), ("cls/swag/output", 1),
-                     ("cls/ner/output", 9), ("cls/squad/output", 2)):
-    weights[name + "_weights"] = rng.randn(rows, 32).astype(np.float32)
-    weights[name + "_bias"] = (0.1 * rng.randn(rows)).astype(np.float32)
+  weights = reference.task_weights(config)
   prefix = reference.write_tf1_checkpoint(
       str(tmp_path / "finetuned" / "model.ckpt-9"), weights)
   inputs = read_inputs(shared_data)

@@ -130,12 +130,7 @@ def test_exports_equal_the_runners_on_real_rows(shared_data, hub_exports,
   config_file = tmp_path / "bert_config.json"
   config_file.write_text(config.to_json_string())
   # Original-layout weights with every task's head.
-  weights = reference.random_weights(config, seed=6)
-  rng = np.random.RandomState(7)
-  for name, rows in (("output", 2), ("cls/swag/output", 1),
-                     ("cls/ner/output", 9)):
-    weights[name + "_weights"] = rng.randn(rows, 32).astype(np.float32)
-    weights[name + "_bias"] = (0.1 * rng.randn(rows)).astype(np.float32)
+  weights = reference.task_weights(config)
   prefix = reference.write_tf1_checkpoint(
       str(tmp_path / "finetuned" / "model.ckpt-9"), weights)
   vocab_file = os.path.join(shared_data, "vocab", "uncased_vocab.txt")
