@@ -579,6 +579,17 @@ def memory_table(entry, title):
                     "table titled %r..." % (MEMORY, entry["date"], title))
 
 
+def seq_columns_sorted(table):
+  """table with its "seq N" columns in increasing N (records before
+  bench_memory sorted them kept --points' order: 128, 512, 384)."""
+  columns = table["columns"]
+  seq = [i for i, c in enumerate(columns) if str(c).startswith("seq ")]
+  order = [i for i in range(len(columns)) if i not in seq] + sorted(
+      seq, key=lambda i: int(columns[i].split()[1]))
+  return dict(table, columns=[columns[i] for i in order],
+              rows=[[row[i] for i in order] for row in table["rows"]])
+
+
 def memory_entries(records):
   """[(machine key, its newest bench_memory record)], newest first."""
   return [(key, entries[0]) for key, entries in
@@ -597,7 +608,8 @@ def memory_block(records):
     parts.append("On %s (%s, %s cores), %s:" % (
         key, entry["machine"]["cpu"], entry["machine"]["cores"],
         provenance(entry)))
-    parts.append(markdown_table(memory_table(entry, MEMORY_LARGEST)))
+    parts.append(markdown_table(seq_columns_sorted(
+        memory_table(entry, MEMORY_LARGEST))))
     parts.append(markdown_table(memory_table(entry, MEMORY_FITS)))
     parts += ["Note: %s" % note for note in entry.get("notes", [])]
   parts.append(

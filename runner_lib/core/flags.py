@@ -141,10 +141,12 @@ def define_training_flags(modes=("train", "eval")):
   flags.DEFINE_bool("fused_kernels", True,
                     "On a CPU without XLA, train with this project's fused "
                     "kernels where they are built (modeling/"
-                    "fused_kernels.py: dropout, the optimizer update; in "
-                    "bfloat16 also GELU, residual + LayerNorm, attention "
-                    "softmax). false: TensorFlow's own ops only, the "
-                    "arithmetic the checks against the original run on.")
+                    "fused_kernels.py: bias + GELU, residual + LayerNorm, "
+                    "attention softmax, dropout and the optimizer update, "
+                    "in float32 and bfloat16 alike; in bfloat16 also the "
+                    "bias add between two bfloat16 matmuls). false: "
+                    "TensorFlow's own ops only, the arithmetic the checks "
+                    "against the original run on.")
   flags.DEFINE_integer("gradient_accumulation_steps", 1,
                        "Micro-batches per update: each replica's batch is "
                        "split into this many, their gradients averaged "
