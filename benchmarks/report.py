@@ -5,8 +5,8 @@ table comes from the records the benchmarks append (benchmarks/lib/
 results.py), never from a hand: this script reads them all, keeps the
 newest record of each benchmark per machine and settings, and rewrites
 the text between marker lines in the pages (a record from an uncommitted
-tree is kept in its file but never shown: the benchmarks page counts
-them),
+tree is kept in its file but never shown: the script says how many
+there are),
 
   <!-- report:begin NAME -->
   ...
@@ -109,6 +109,9 @@ GLANCE_ORDER = ("quality", "bench_pretraining", "bench_classifier",
                 "bench_hf_classifier", "bench_serving", "bench_tokenizer",
                 "bench_create_pretraining_data", "bench_learn_vocab")
 GLANCE_ROWS = 6
+# What a benchmark's headlines measured, where the README quotes another
+# recipe of the same task (quick start 1's MRPC run).
+GLANCE_RECIPES = {QUALITY: " (make quality: all-MiniLM-L6-v2, 3 seeds)"}
 
 # The figure: fixed size per bar and resolution, so the same records give
 # the same bytes.
@@ -355,22 +358,19 @@ def is_speed(entry):
   return entry["benchmark"] not in OUTPUTS and entry["benchmark"] != QUALITY
 
 
-def benchmarks_block(records, uncommitted=0):
-  """The speed records per machine; uncommitted: how many records were
-  left out as coming from an uncommitted tree."""
+def benchmarks_block(records):
+  """The speed records per machine."""
   speed = [e for e in records if is_speed(e)]
   if not speed:
-    text = ("Not recorded yet: run `make benchmark` (see "
+    return ("Not recorded yet: run `make benchmark` (see "
             "[benchmarks/README.md](../benchmarks/README.md)).")
-  else:
-    text = machine_sections(speed, lambda name: name)
-  if uncommitted:
-    text = ("%d %s in benchmarks/results/ came from an uncommitted tree: "
-            "not shown here nor on any page (run the benchmark again from "
-            "a commit).\n\n%s" % (
-                uncommitted, "record" if uncommitted == 1 else "records",
-                text))
-  return text
+  return machine_sections(speed, lambda name: name)
+
+
+def uncommitted_count(records):
+  """How many records came from an uncommitted tree (no page shows them;
+  main says so to whoever runs the report)."""
+  return sum(1 for e in records if e.get("dirty"))
 
 
 def speed_ratios(records):
@@ -419,7 +419,12 @@ def glance_block(records):
     for entry in records:
       if entry["benchmark"] != benchmark:
         continue
+      emulated = not bfloat16_units(entry["machine"])
       for name, value in entry.get("headline", {}).items():
+        if emulated and "bfloat16" in name:
+          # A CPU without bfloat16 units emulates it: no headline.
+          continue
+        name += GLANCE_RECIPES.get(benchmark, "")
         if name not in seen and len(rows) < GLANCE_ROWS:
           seen.add(name)
           rows.append([name, value, results.machine_key(entry["machine"]),
@@ -520,6 +525,12 @@ def time_block(records):
 BFLOAT16_SPEED = "ours against ours float32"
 
 
+def bfloat16_units(machine):
+  """Whether a record's CPU has bfloat16 units (AVX512-BF16 or AMX)."""
+  flags = machine.get("flags", {})
+  return bool(flags.get("avx512_bf16") or flags.get("amx_bf16"))
+
+
 def bfloat16_speed_block(records):
   """docs/training.md's table: what --precision=bfloat16 does to the speed
   of a fine-tuning step on each machine (bench_classifier), beside
@@ -527,9 +538,7 @@ def bfloat16_speed_block(records):
   rows = []
   for key, entries in by_machine(
       [e for e in records if e["benchmark"] == "bench_classifier"]):
-    flags = entries[0]["machine"].get("flags", {})
-    units = "yes" if flags.get("avx512_bf16") or flags.get("amx_bf16") else (
-        "no")
+    units = "yes" if bfloat16_units(entries[0]["machine"]) else "no"
     for entry in entries:
       for table in entry["tables"]:
         if table["title"] != BFLOAT16_SPEED:
@@ -731,8 +740,7 @@ def render(records):
   committed = [e for e in records if not e.get("dirty")]
   kept = newest(committed)
   bars = speed_ratios(kept)
-  blocks = {(BENCHMARKS_PAGE, "benchmarks"): benchmarks_block(
-      kept, len(records) - len(committed)),
+  blocks = {(BENCHMARKS_PAGE, "benchmarks"): benchmarks_block(kept),
             (BENCHMARKS_PAGE, "benchmarks-figure"): figure_block(bars),
             (RESULTS_PAGE, "results"): results_block(kept),
             (TRAINING_PAGE, "bfloat16-speed"): bfloat16_speed_block(kept),
@@ -931,6 +939,13 @@ def main(argv):
     else:
       for path in write(REPO):
         print("wrote %s" % path)
+    uncommitted = uncommitted_count(load_records(
+        os.path.join(REPO, "benchmarks", "results")))
+    if uncommitted:
+      print("%d %s in benchmarks/results/ came from an uncommitted tree: "
+            "not shown on any page (run the benchmark again from a "
+            "commit)." % (uncommitted,
+                          "record" if uncommitted == 1 else "records"))
   except ReportError as e:
     sys.exit("report.py: %s" % e)
 
