@@ -404,13 +404,18 @@ def test_tls_cluster_runs_and_refuses_clients_without_its_certificate(
                  env=trusted)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(open(output + ".manifest.json").read())["complete"]
-    # No certificate, and one from another CA: refused, one line each.
-    for env in ({}, stranger):
+    # No TLS settings: refused at once, saying what to set; a certificate
+    # from another CA: the scheduler refuses it. One line each.
+    for env, want in (({}, "is a TLS scheduler, and Dask has no TLS "
+                           "settings for this client: set "
+                           "DASK_DISTRIBUTED__COMM__TLS__CA_FILE"),
+                      (stranger, "cannot connect")):
       started = time.monotonic()
       line = last_line(run(corpus, str(tmp_path / "refused"),
                            "--dask_scheduler=%s" % secure.address, env=env))
       assert time.monotonic() - started < 30
-      assert "--dask_scheduler=%s: cannot connect" % secure.address in line
+      assert "--dask_scheduler=%s" % secure.address in line
+      assert want in line
       assert not glob.glob(str(tmp_path / "refused*"))
   finally:
     secure.close()

@@ -135,10 +135,19 @@ def connect(address):
   """A distributed.Client of the scheduler at address, with a worker.
 
   Raises:
-    errors.InputError: the scheduler cannot be reached (or refuses this
-      client's certificate), or no worker joins it within WORKER_SECONDS.
+    errors.InputError: a tls:// address without Dask's TLS settings, the
+      scheduler cannot be reached (or refuses this client's certificate),
+      or no worker joins it within WORKER_SECONDS.
   """
   security = distributed.Security()  # Dask's configuration (TLS)
+  if address.startswith("tls://") and not (
+      security.tls_ca_file and security.tls_client_cert):
+    raise errors.InputError(
+        "--dask_scheduler=%s is a TLS scheduler, and Dask has no TLS "
+        "settings for this client: set DASK_DISTRIBUTED__COMM__TLS__CA_FILE, "
+        "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT and "
+        "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY (or Dask's configuration; "
+        "docs/pre-training.md, Many machines)." % address)
   try:
     # A bare connection first: a Client that fails to connect leaves an
     # object whose clean-up waits and prints at exit.
@@ -146,7 +155,6 @@ def connect(address):
     client = distributed.Client(address, timeout=CONNECT_SECONDS,
                                 set_as_default=False, security=security)
   except (OSError, TimeoutError, ValueError, TypeError) as e:
-    # TypeError: a tls:// address without Dask's TLS settings.
     reason = " ".join(str(e).split())
     raise errors.InputError(
         "--dask_scheduler=%s: cannot connect within %d s (%s)." %
