@@ -2,7 +2,7 @@
 PYTHON := .venv/bin/python
 VENV_STAMP := .venv/.installed
 
-.PHONY: setup test test-fast demo benchmark benchmark-hf quality
+.PHONY: setup setup-gpu test test-fast demo benchmark benchmark-hf quality
 
 # The fused CPU kernels of training (modeling/fused_kernels.py), built
 # with g++ against the installed TensorFlow; without a compiler a
@@ -14,6 +14,11 @@ setup: $(VENV_STAMP) $(KERNELS)
 
 $(KERNELS): $(wildcard modeling/kernels/*.cc modeling/kernels/*.h) $(VENV_STAMP)
 	$(PYTHON) -c "from modeling import fused_kernels; fused_kernels.main()"
+
+# An NVIDIA GPU: .venv with TensorFlow's CUDA libraries
+# (requirements-gpu.txt); then --strategy=auto uses every local GPU.
+setup-gpu: $(VENV_STAMP) $(KERNELS)
+	$(PYTHON) -m pip install --quiet -r requirements-gpu.txt
 
 $(VENV_STAMP): requirements.txt
 	python3 -m venv .venv
