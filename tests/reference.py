@@ -9,6 +9,7 @@ modeling/.
 import collections
 import json
 import math
+import os
 
 import numpy as np
 import tensorflow as tf
@@ -211,6 +212,23 @@ def task_weights(config, seed=6):
         rows, config.hidden_size).astype(np.float32)
     weights[name + "_bias"] = (0.1 * rng.randn(rows)).astype(np.float32)
   return weights
+
+
+def write_task_checkpoint(directory, config):
+  """A fine-tuned-looking model folder for the export and runner tests:
+  directory/bert_config.json and the checkpoint directory/finetuned/
+  model.ckpt-9 of task_weights(config).
+
+  Returns:
+    (config file path, checkpoint prefix, the weights dict).
+  """
+  config_file = os.path.join(str(directory), "bert_config.json")
+  with open(config_file, "w") as f:
+    f.write(config.to_json_string())
+  weights = task_weights(config)
+  prefix = write_tf1_checkpoint(
+      os.path.join(str(directory), "finetuned", "model.ckpt-9"), weights)
+  return config_file, prefix, weights
 
 
 def write_tf1_checkpoint(prefix, weights):

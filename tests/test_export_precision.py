@@ -87,11 +87,8 @@ def exports(tmp_path_factory):
   shared_data = SHARED_DATA
   tmp_path = tmp_path_factory.mktemp("precision")
   config = modeling.BertConfig(**CONFIG)
-  config_file = tmp_path / "bert_config.json"
-  config_file.write_text(config.to_json_string())
-  weights = reference.task_weights(config)
-  prefix = reference.write_tf1_checkpoint(
-      str(tmp_path / "finetuned" / "model.ckpt-9"), weights)
+  config_file, prefix, weights = reference.write_task_checkpoint(tmp_path,
+                                                                 config)
   inputs = read_inputs(shared_data)
   common = {"vocab_file": os.path.join(shared_data, "vocab",
                                        "uncased_vocab.txt"),

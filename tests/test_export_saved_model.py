@@ -127,12 +127,8 @@ def serialized_example(text_a, text_b):
 def test_exports_equal_the_runners_on_real_rows(shared_data, hub_exports,
                                                 tmp_path):
   config = modeling.BertConfig(**CONFIG)
-  config_file = tmp_path / "bert_config.json"
-  config_file.write_text(config.to_json_string())
   # Original-layout weights with every task's head.
-  weights = reference.task_weights(config)
-  prefix = reference.write_tf1_checkpoint(
-      str(tmp_path / "finetuned" / "model.ckpt-9"), weights)
+  config_file, prefix, _ = reference.write_task_checkpoint(tmp_path, config)
   vocab_file = os.path.join(shared_data, "vocab", "uncased_vocab.txt")
   tokenizer = tokenization.FullTokenizer(vocab_file)
   model_flags = {"vocab_file": vocab_file,
