@@ -9,8 +9,10 @@ ratio (> 1: ours faster) are printed for batch 1 and 32, BERT-Base's shape
 and a small one (seq 128).
 
 With --precision=float32,bfloat16, ours is also exported as
-`export_saved_model.py --precision=bfloat16` exports it (bfloat16
-matmuls, float32 outputs), from the same weights, and timed beside the
+`export_saved_model.py --precision=bfloat16` exports its SavedModel
+(bfloat16 matmuls over weights stored in bfloat16, float32 outputs;
+records made before it stored them cast float32 weights per call), from
+the same weights, and timed beside the
 float32 one; the line gives its speed-up and how far its probabilities
 and labels are from float32's on the same pairs. --init_checkpoint (with
 --bert_config_file) serves those weights instead of random ones: a
@@ -105,10 +107,15 @@ def export_ours(config, vocab_file, path, precision, weights=None):
     modeling.load_checkpoint(model, weights)
   elif weights is not None:
     model.set_weights(weights)
+  weights = model.get_weights()
   module = modules.ClassifierModule(model, vocab_file, True, SEQ,
                                     ["0", "1"], pair=True)
+  if precision == "bfloat16":
+    # As export_saved_model.py --precision=bfloat16: weights stored in
+    # bfloat16, no per-call cast.
+    module.store_kernels(tf.bfloat16)
   tf.saved_model.save(module, path, signatures=module.signatures())
-  return model.get_weights()
+  return weights
 
 
 def agreement(ours, ours_bf16, rows):
