@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import modeling
+from runner_lib.serving import openvino_model
 import tokenization
 from tests import reference
 from tests import stress_corpus
@@ -124,7 +125,6 @@ def loaded(path):
 @functools.lru_cache(maxsize=None)
 def served(path, inference_precision=None):
   """openvino_model.load(path, ...), once for the module's tests."""
-  from runner_lib.serving import openvino_model  # pylint: disable=g-import-not-at-top
   return openvino_model.load(path, inference_precision=inference_precision)
 
 
@@ -254,7 +254,6 @@ def test_int8_export_errors(exports, tmp_path):
 
 def test_bad_calibration_file_is_named(exports, tmp_path):
   from runner_lib.core import errors  # pylint: disable=g-import-not-at-top
-  from runner_lib.serving import openvino_model  # pylint: disable=g-import-not-at-top
   path = tmp_path / "calibration.jsonl"
   path.write_text('{"text_a": "fine"}\n\n{"text": "wrong name"}\n')
   with pytest.raises(errors.InputError, match="line 3: expected an object "
@@ -344,7 +343,6 @@ def test_rest_requests_in_the_docs_give_their_responses(exports):
 def test_bfloat16_export_on_a_cpu_without_bfloat16_units(exports, monkeypatch,
                                                           caplog):
   from runner_lib.core import precision  # pylint: disable=g-import-not-at-top
-  from runner_lib.serving import openvino_model  # pylint: disable=g-import-not-at-top
   paths, _, _, inputs, _ = exports
   path = paths["classifier", "bfloat16"]
   monkeypatch.setattr(precision, "cpu_flags", lambda: {"avx2", "fma"})

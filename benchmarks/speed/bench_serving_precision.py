@@ -86,6 +86,9 @@ results.define_flags()
 
 SEQ = 128
 CALIBRATION = 300
+# A bound on each export or conversion process (BERT-Base's int8 export
+# and tf2onnx took about 2 minutes each here).
+SUBPROCESS_SECONDS = 1800
 PRECISIONS = ("float32", "bfloat16", "int8")
 VOCAB = os.path.join(SHARED_DATA, "vocab", "uncased_vocab.txt")
 GLUE = os.path.join(SHARED_DATA, "glue")
@@ -105,7 +108,12 @@ def export(directory, precision, calibration=None, **flag_values):
     with open(path, "w") as f:
       f.writelines(json.dumps(instance) + "\n" for instance in calibration)
     args.append("--calibration_file=" + path)
-  done = subprocess.run(args, capture_output=True, text=True, check=False)
+  try:
+    done = subprocess.run(args, capture_output=True, text=True, check=False,
+                          timeout=SUBPROCESS_SECONDS)
+  except subprocess.TimeoutExpired:
+    sys.exit("export_saved_model.py ran past %d s: %s" %
+             (SUBPROCESS_SECONDS, " ".join(args)))
   if done.returncode:
     sys.exit("export_saved_model.py failed:\n" + done.stderr[-3000:])
   return export_dir
@@ -161,7 +169,7 @@ def onnx_sides(config_file, prefix, directory):
       [sys.executable, os.path.join(ROOT, "benchmarks", "peers",
                                     "onnx_classifier.py"),
        config_file, prefix, "2", directory], capture_output=True, text=True,
-      check=False)
+      check=False, timeout=SUBPROCESS_SECONDS)
   if done.returncode:
     sys.exit("onnx_classifier.py failed:\n" + done.stderr[-3000:])
   preprocessor = tokenization.BertPreprocessor(VOCAB, True, SEQ)

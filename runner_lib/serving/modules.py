@@ -74,12 +74,11 @@ class _HoldsModel(object):
     return self._keras.preprocessor
 
   # serving_default in three stages, so that another runtime can compute
-  # the model between the first and the last (runner_lib/serving/
-  # openvino.py): _prepare(*texts) -> (inputs, state), the model's inputs
-  # (dict of int32 [B, T], [B, C, T] for SWAG) and whatever _finish needs;
-  # _core(inputs) -> dict of float32 tensors, the model's outputs;
-  # _finish(outputs, state) -> the signature's outputs. Each subclass
-  # defines the three.
+  # the model between the first and the last (openvino_model.py):
+  # _prepare(*texts) -> (inputs, state), the model's inputs (dict of int32
+  # [B, T], [B, C, T] for SWAG) and whatever _finish needs; _core(inputs)
+  # -> dict of float32 tensors, the model's outputs; _finish(outputs,
+  # state) -> the signature's outputs. Each subclass defines the three.
 
   def _serve(self, *texts):
     """serving_default: _prepare, _core and _finish in one graph."""
