@@ -120,8 +120,8 @@ def main(argv):
 def describe(found, name):
   """What a record of name ran, for its notes."""
   if name == "demo":
-    return ("make demo's script (demo/run_demo.sh), real SST-2 from "
-            "../shared/data;")
+    return ("make demo's script (demo/run_demo.sh), its QNLI pairs from "
+            "demo/data;")
   return ("%s: README.md's blocks as written, BERT_BASE_DIR the converted "
           "all-MiniLM-L6-v2, GLUE_DIR ../shared/data/glue;" %
           found[name].title)
