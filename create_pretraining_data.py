@@ -36,11 +36,11 @@ from absl import flags
 from absl import logging
 
 from runner_lib.core import errors
-from runner_lib.core import fileio
 from runner_lib.core import gfile
-from runner_lib.core import progress
-from runner_lib.core import text_input
-from runner_lib.core import tfrecord_writer
+from runner_lib.core.cli import progress
+from runner_lib.core.files import fileio
+from runner_lib.core.inputs import text_input
+from runner_lib.core.inputs import tfrecord_writer
 from runner_lib.pretraining import documents as pretraining_documents
 from runner_lib.pretraining import instances as pretraining_instances
 from runner_lib.pretraining import sharded_run

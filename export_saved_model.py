@@ -39,8 +39,8 @@ import modeling
 from runner_lib.classifier import data as classifier_data
 from runner_lib.classifier import task as classifier_task
 from runner_lib.core import errors
-from runner_lib.core import flags as runner_flags
-from runner_lib.core import precision
+from runner_lib.core.cli import flags as runner_flags
+from runner_lib.core.training import precision
 from runner_lib.ner import options as ner_options
 from runner_lib.serving import export
 from runner_lib.serving import modules

@@ -27,13 +27,13 @@ from absl import logging
 import tensorflow as tf
 
 import modeling
-from runner_lib.core import distribute
 from runner_lib.core import errors
-from runner_lib.core import fileio
-from runner_lib.core import flags as runner_flags
-from runner_lib.core import precision
-from runner_lib.core import predict
-from runner_lib.core import runner
+from runner_lib.core.cli import flags as runner_flags
+from runner_lib.core.cli import runner
+from runner_lib.core.files import fileio
+from runner_lib.core.training import distribute
+from runner_lib.core.training import precision
+from runner_lib.core.training import predict
 from runner_lib.extraction import data
 from runner_lib.extraction import jsonl
 

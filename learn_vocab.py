@@ -21,10 +21,10 @@ from absl import flags
 from absl import logging
 
 from runner_lib.core import errors
-from runner_lib.core import fileio
 from runner_lib.core import gfile
-from runner_lib.core import progress
-from runner_lib.core import text_input
+from runner_lib.core.cli import progress
+from runner_lib.core.files import fileio
+from runner_lib.core.inputs import text_input
 from tokenization import vocab_learning
 
 FLAGS = flags.FLAGS

@@ -27,9 +27,9 @@ from runner_lib.classifier import data
 from runner_lib.classifier import features
 from runner_lib.classifier import predictions
 from runner_lib.classifier import task as classifier_task
-from runner_lib.core import distribute
-from runner_lib.core import flags as runner_flags
-from runner_lib.core import runner
+from runner_lib.core.cli import flags as runner_flags
+from runner_lib.core.cli import runner
+from runner_lib.core.training import distribute
 
 FLAGS = flags.FLAGS
 

@@ -28,9 +28,9 @@ from absl import flags
 from absl import logging
 import numpy as np
 
-from runner_lib.core import distribute
-from runner_lib.core import flags as runner_flags
-from runner_lib.core import runner
+from runner_lib.core.cli import flags as runner_flags
+from runner_lib.core.cli import runner
+from runner_lib.core.training import distribute
 from runner_lib.ner import data
 from runner_lib.ner import evaluation
 from runner_lib.ner import features

@@ -24,13 +24,13 @@ from absl import flags
 from absl import logging
 
 import modeling
-from runner_lib.core import distribute
 from runner_lib.core import errors
-from runner_lib.core import fileio
-from runner_lib.core import flags as runner_flags
-from runner_lib.core import input_pipeline
-from runner_lib.core import runner
-from runner_lib.core import text_input
+from runner_lib.core.cli import flags as runner_flags
+from runner_lib.core.cli import runner
+from runner_lib.core.files import fileio
+from runner_lib.core.inputs import input_pipeline
+from runner_lib.core.inputs import text_input
+from runner_lib.core.training import distribute
 from runner_lib.pretraining import task as pretraining_task
 
 FLAGS = flags.FLAGS

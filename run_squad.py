@@ -29,13 +29,13 @@ if __name__ == "__main__":
 from absl import flags
 from absl import logging
 
-from runner_lib.core import distribute
 from runner_lib.core import errors
-from runner_lib.core import fileio
-from runner_lib.core import flags as runner_flags
-from runner_lib.core import optimization
-from runner_lib.core import predict
-from runner_lib.core import runner
+from runner_lib.core.cli import flags as runner_flags
+from runner_lib.core.cli import runner
+from runner_lib.core.files import fileio
+from runner_lib.core.training import distribute
+from runner_lib.core.training import optimization
+from runner_lib.core.training import predict
 from runner_lib.squad import data
 from runner_lib.squad import evaluation
 from runner_lib.squad import features

@@ -26,10 +26,10 @@ if __name__ == "__main__":
 
 from absl import flags
 
-from runner_lib.core import distribute
-from runner_lib.core import flags as runner_flags
-from runner_lib.core import metrics
-from runner_lib.core import runner
+from runner_lib.core.cli import flags as runner_flags
+from runner_lib.core.cli import runner
+from runner_lib.core.training import distribute
+from runner_lib.core.training import metrics
 from runner_lib.swag import data
 from runner_lib.swag import features
 from runner_lib.swag import predictions

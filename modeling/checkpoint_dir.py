@@ -30,9 +30,9 @@ TEMPORARY_SUFFIX = ".tmp"
 
 _INDEX = ".index"
 # The sidecar checkpoint beside model.ckpt-STEP that holds the training
-# state the original's checkpoints lack (runner_lib/core/checkpointing.py);
-# deleted with it, as its files match model.ckpt-STEP.*. Not a checkpoint
-# to load on its own.
+# state the original's checkpoints lack
+# (runner_lib/core/training/checkpointing.py); deleted with it, as its
+# files match model.ckpt-STEP.*. Not a checkpoint to load on its own.
 TRAIN_STATE_SUFFIX = ".train_state"
 # Training state that the original's own checkpoints hold beside the
 # weights (AdamWeightDecayOptimizer's slots, global_step): it stays in

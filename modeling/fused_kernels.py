@@ -25,7 +25,7 @@ against the formula in float64 with a stated tolerance
 TensorFlow (fused_kernels.main()); where that fails (no compiler)
 everything runs through TensorFlow's own ops, with one warning. Only
 training on CPUs uses them, where --fused_kernels (default true) leaves
-them on (layers.ComputeOptions, from runner_lib.core.precision), never
+them on (layers.ComputeOptions, from runner_lib.core.training.precision), never
 under XLA (which cannot compile a custom op), and exported SavedModels
 never hold them (they must load where this library is absent).
 """
@@ -325,7 +325,7 @@ def adam_weight_decay(variable, m, v, grad, learning_rate, beta_1, beta_2,
   fused kernel: g = grad * grad_scale; m = b1 m + (1 - b1) g;
   v = b2 v + (1 - b2) g^2; w -= lr * (m / (sqrt(v) + eps) +
   weight_decay_rate * w), op by op in float32 as
-  runner_lib.core.optimization.AdamWeightDecay's ops compute it.
+  runner_lib.core.training.optimization.AdamWeightDecay's ops compute it.
 
   Args:
     variable, m, v: float32 resource variables of one shape, on the CPU.

@@ -2,7 +2,7 @@
 they are made (BertModel's options argument), never read from a global.
 
 The default is the original's arithmetic through TensorFlow's own ops:
-float32 matmuls, no fused kernel. runner_lib.core.precision turns
+float32 matmuls, no fused kernel. runner_lib.core.training.precision turns
 --precision and --fused_kernels into the options of a run.
 """
 
@@ -18,7 +18,7 @@ from modeling import fused_kernels
 # attention's projections); "attention_softmax", the attention's scale,
 # mask, softmax and dropout; "add_layer_norm", a residual add and
 # LayerNorm; "dropout", every other dropout; "adam_weight_decay", the
-# original optimizer's update (runner_lib.core.optimization).
+# original optimizer's update (runner_lib.core.training.optimization).
 KERNELS = ("bias_gelu", "bias_add", "attention_softmax", "add_layer_norm",
            "dropout", "adam_weight_decay")
 

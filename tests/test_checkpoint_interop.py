@@ -12,8 +12,8 @@ import tensorflow as tf
 
 import modeling
 from modeling import checkpoint_dir
-from runner_lib.core import checkpointing
 from runner_lib.core import training
+from runner_lib.core.training import checkpointing
 from runner_lib.pretraining import task as pretraining
 from tests import test_training
 from tests.test_modeling import tiny_config

@@ -11,9 +11,9 @@ import tensorflow as tf
 
 import modeling
 from runner_lib.core import errors
-from runner_lib.core import model_inputs
-from runner_lib.core import packing
 from runner_lib.core import training
+from runner_lib.core.inputs import model_inputs
+from runner_lib.core.inputs import packing
 from runner_lib.pretraining import task as pretraining
 import tokenization
 from tests import reference

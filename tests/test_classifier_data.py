@@ -9,7 +9,7 @@ import pytest
 
 from runner_lib.classifier import data as classifier_data
 from runner_lib.core import errors
-from runner_lib.core import metrics
+from runner_lib.core.training import metrics
 
 
 def write(path, text):

@@ -12,8 +12,8 @@ import pytest
 import tensorflow as tf
 
 import tokenization
-from runner_lib.core import text_input
-from runner_lib.core import tfrecord
+from runner_lib.core.inputs import text_input
+from runner_lib.core.inputs import tfrecord
 from runner_lib.pretraining import data as pretraining_data
 from runner_lib.pretraining import documents as pretraining_documents
 from runner_lib.pretraining import instances as pretraining_instances

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from runner_lib.core import example_proto
+from runner_lib.core.inputs import example_proto
 from runner_lib.pretraining import data as pretraining_data
 from runner_lib.pretraining import instances as pretraining_instances
 

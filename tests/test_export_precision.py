@@ -342,7 +342,8 @@ def test_rest_requests_in_the_docs_give_their_responses(exports):
 
 def test_bfloat16_export_on_a_cpu_without_bfloat16_units(exports, monkeypatch,
                                                           caplog):
-  from runner_lib.core import precision  # pylint: disable=g-import-not-at-top
+  # pylint: disable-next=g-import-not-at-top
+  from runner_lib.core.training import precision
   paths, _, _, inputs, _ = exports
   path = paths["classifier", "bfloat16"]
   monkeypatch.setattr(precision, "cpu_flags", lambda: {"avx2", "fma"})

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import modeling
-from runner_lib.core import packing
+from runner_lib.core.inputs import packing
 import tokenization
 from tests import conftest
 from tests import reference

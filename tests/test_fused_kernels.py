@@ -20,9 +20,9 @@ from modeling import fused_kernels
 from modeling import layers
 from modeling import options as options_lib
 from runner_lib.classifier import task as classifier_task
-from runner_lib.core import optimization
-from runner_lib.core import precision
 from runner_lib.core import training
+from runner_lib.core.training import optimization
+from runner_lib.core.training import precision
 from tests.test_modeling import padded_pair_batch
 from tests.test_modeling import tiny_config
 

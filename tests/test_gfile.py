@@ -7,7 +7,7 @@ import sys
 import tensorflow as tf
 
 from runner_lib.core import gfile
-from runner_lib.core import text_input
+from runner_lib.core.inputs import text_input
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -65,7 +65,9 @@ def test_remote_paths_go_through_tensorflow():
 def test_local_files_need_no_tensorflow(tmp_path):
   code = (
       "import sys\n"
-      "from runner_lib.core import errors, fileio, gfile, text_input\n"
+      "from runner_lib.core import errors, gfile\n"
+      "from runner_lib.core.files import fileio\n"
+      "from runner_lib.core.inputs import text_input\n"
       "path = %r\n"
       "with fileio.atomic_output(path) as f:\n"
       "  f.write('a\\nb\\n')\n"

@@ -14,8 +14,8 @@ import tf_keras
 
 import modeling
 from runner_lib.classifier import task as classifier_task
-from runner_lib.core import tfrecord_writer
 from runner_lib.core import training
+from runner_lib.core.inputs import tfrecord_writer
 from runner_lib.pretraining import instances
 from runner_lib.pretraining import task as pretraining
 from tests import conftest
@@ -141,9 +141,9 @@ def test_dropout_masks_differ_between_steps_with_recomputation(tmp_path):
 TRAIN_BOTH = STRATEGY_PREAMBLE + r"""
 import modeling
 from runner_lib.classifier import task as classifier_task
-from runner_lib.core import input_pipeline
-from runner_lib.core import precision
 from runner_lib.core import training
+from runner_lib.core.inputs import input_pipeline
+from runner_lib.core.training import precision
 options = precision.set_policy(settings["precision"], settings["xla"])
 config = modeling.BertConfig(**settings["config"])
 task = classifier_task.ClassificationTask(config, 64, ["0", "1"])
@@ -256,8 +256,8 @@ import sys
 import tensorflow as tf
 import run_classifier
 from absl import flags
-from runner_lib.core import runner
 from runner_lib.core import training
+from runner_lib.core.cli import runner
 
 FAIL_FROM = int(sys.argv.pop(1))
 loss_and_grads = training.Trainer._loss_and_grads

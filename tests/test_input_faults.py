@@ -26,9 +26,9 @@ import modeling
 import run_classifier  # pylint: disable=unused-import (defines the flags)
 from runner_lib.classifier import data as classifier_data
 from runner_lib.core import errors
-from runner_lib.core import fileio
-from runner_lib.core import flags as runner_flags
-from runner_lib.core import tfrecord_writer
+from runner_lib.core.cli import flags as runner_flags
+from runner_lib.core.files import fileio
+from runner_lib.core.inputs import tfrecord_writer
 from runner_lib.ner import data as ner_data
 from runner_lib.serving import export
 from runner_lib.squad import data as squad_data

@@ -14,8 +14,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from runner_lib.core import input_pipeline
-from runner_lib.core import tfrecord
+from runner_lib.core.inputs import input_pipeline
+from runner_lib.core.inputs import tfrecord
 
 SPEC = {"index": tf.io.FixedLenFeature([], tf.int64)}
 

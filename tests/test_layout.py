@@ -52,6 +52,40 @@ def test_core_imports_no_task_package():
                      for package in TASK_PACKAGES), (path, name)
 
 
+CORE = os.path.join(LIBRARY, "core")
+# core's rooms in import order (runner_lib/core/__init__.py): a module
+# imports core's top-level modules, its own room and the rooms before it;
+# a top-level module imports no room.
+CORE_ROOMS = ["files", "inputs", "training", "cli"]
+
+
+def core_room(name):
+  """The room a dotted name imported from core is in; None for core's
+  top-level modules and for names outside core."""
+  parts = name.split(".")
+  if parts[:2] == ["runner_lib", "core"] and len(parts) > 2 and (
+      parts[2] in CORE_ROOMS):
+    return parts[2]
+  return None
+
+
+def test_core_is_a_few_rooms():
+  entries = sorted(name for name in os.listdir(CORE)
+                   if name != "__pycache__")
+  assert len(entries) <= 8, entries
+  assert sorted(name for name in entries if os.path.isdir(
+      os.path.join(CORE, name))) == sorted(CORE_ROOMS)
+
+
+def test_core_rooms_import_only_the_rooms_before_them():
+  for path in modules_of(CORE):
+    room = os.path.relpath(path, CORE).split(os.sep)[0]
+    allowed = (CORE_ROOMS[:CORE_ROOMS.index(room) + 1]
+               if room in CORE_ROOMS else [])
+    for name in imported_modules(path):
+      assert core_room(name) in allowed + [None], (path, name)
+
+
 @pytest.mark.parametrize(
     "package", [p for p in TASK_PACKAGES if p != "serving"])
 def test_task_packages_import_no_other_task_package(package):

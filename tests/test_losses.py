@@ -1,11 +1,11 @@
-"""core/losses.py against hand-computed values."""
+"""core/training/losses.py against hand-computed values."""
 
 import math
 
 import numpy as np
 import tensorflow as tf
 
-from runner_lib.core import losses
+from runner_lib.core.training import losses
 
 
 def test_cross_entropy_by_hand():

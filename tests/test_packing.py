@@ -1,6 +1,6 @@
-"""core/packing.py: truncation and the [CLS] A [SEP] B [SEP] layout."""
+"""core/inputs/packing.py: truncation and the [CLS] A [SEP] B [SEP] layout."""
 
-from runner_lib.core import packing
+from runner_lib.core.inputs import packing
 
 
 def test_truncate_pops_from_the_longer_one_token_at_a_time():

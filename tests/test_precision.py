@@ -12,7 +12,7 @@ import tf_keras
 
 import modeling
 from modeling import options as options_lib
-from runner_lib.core import precision
+from runner_lib.core.training import precision
 from runner_lib.pretraining import task as pretraining
 from tests import test_convert_checkpoint as convert_test
 from tests import test_training

@@ -1,10 +1,10 @@
-"""core/predict.py: fixed-size prediction batches, the last one padded with
-zero examples that never reach the outputs."""
+"""core/training/predict.py: fixed-size prediction batches, the last one
+padded with zero examples that never reach the outputs."""
 
 import numpy as np
 import tensorflow as tf
 
-from runner_lib.core import predict
+from runner_lib.core.training import predict
 
 
 def examples(count):

@@ -16,8 +16,8 @@ import pytest
 import tensorflow as tf
 
 from runner_lib.core import errors
-from runner_lib.core import interrupt
 from runner_lib.core import training
+from runner_lib.core.training import interrupt
 from runner_lib.pretraining import task as pretraining
 from tests import conftest
 from tests import test_resume_faults as resume_test

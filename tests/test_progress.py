@@ -1,6 +1,6 @@
-"""core/progress.py: progress lines every interval, with share and ETA."""
+"""core/cli/progress.py: progress lines every interval, with share and ETA."""
 
-from runner_lib.core import progress
+from runner_lib.core.cli import progress
 
 
 class Clock(object):

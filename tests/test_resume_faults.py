@@ -19,10 +19,10 @@ import tensorflow as tf
 
 import modeling
 from modeling import checkpoint_dir
-from runner_lib.core import checkpointing
 from runner_lib.core import errors
-from runner_lib.core import interrupt
-from runner_lib.core import outdir_lock
+from runner_lib.core.files import outdir_lock
+from runner_lib.core.training import checkpointing
+from runner_lib.core.training import interrupt
 from tests import conftest
 from tests import reference
 from tests import test_run_classifier as classifier_test

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 import modeling
 from modeling import fused_kernels
-from runner_lib.core import tfrecord_writer
+from runner_lib.core.inputs import tfrecord_writer
 from runner_lib.pretraining import instances as pretraining_instances
 from tests import conftest
 from tests import reference

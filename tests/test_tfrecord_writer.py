@@ -1,4 +1,5 @@
-"""TFRecord files written by hand (core/tfrecord_writer.py) vs TensorFlow's."""
+"""TFRecord files written by hand (core/inputs/tfrecord_writer.py) vs
+TensorFlow's."""
 
 import os
 import random
@@ -8,7 +9,7 @@ import sys
 import pytest
 import tensorflow as tf
 
-from runner_lib.core import tfrecord_writer
+from runner_lib.core.inputs import tfrecord_writer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -91,7 +92,7 @@ def test_writes_without_tensorflow(tmp_path):
   path = str(tmp_path / "out.tfrecord")
   code = (
       "import sys\n"
-      "from runner_lib.core import tfrecord_writer\n"
+      "from runner_lib.core.inputs import tfrecord_writer\n"
       "with tfrecord_writer.RoundRobinWriter([%r], gzip=True) as w:\n"
       "  w.write(b'record')\n"
       "assert 'tensorflow' not in sys.modules, 'TensorFlow was imported'\n"

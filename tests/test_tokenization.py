@@ -17,7 +17,7 @@ from official.nlp.tools import tokenization as port
 import tokenization
 from tokenization import tokenizers
 from tokenization import graph
-from runner_lib.core import packing as features
+from runner_lib.core.inputs import packing as features
 from tests import stress_corpus
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

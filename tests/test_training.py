@@ -6,8 +6,8 @@ import tensorflow as tf
 import tf_keras
 
 import modeling
-from runner_lib.core import optimization
 from runner_lib.core import training
+from runner_lib.core.training import optimization
 from runner_lib.pretraining import task as pretraining
 from tests import reference
 from tests.test_modeling import tiny_config

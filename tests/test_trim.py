@@ -13,11 +13,11 @@ import tf_keras
 
 import modeling
 from runner_lib.classifier import task as classifier_task
-from runner_lib.core import input_pipeline
-from runner_lib.core import predict
-from runner_lib.core import runner
-from runner_lib.core import tfrecord
 from runner_lib.core import training
+from runner_lib.core.cli import runner
+from runner_lib.core.inputs import input_pipeline
+from runner_lib.core.inputs import tfrecord
+from runner_lib.core.training import predict
 from runner_lib.ner import task as ner_task
 from runner_lib.pretraining import task as pretraining_task
 from runner_lib.squad import task as squad_task
@@ -383,8 +383,8 @@ else:
 TRAIN_BOTH = STRATEGY_PREAMBLE + r"""
 import modeling
 from runner_lib.classifier import task as classifier_task
-from runner_lib.core import input_pipeline
 from runner_lib.core import training
+from runner_lib.core.inputs import input_pipeline
 config = modeling.BertConfig(**settings["config"])
 task = classifier_task.ClassificationTask(config, 64, ["0", "1"])
 weights = []

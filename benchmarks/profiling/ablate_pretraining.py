@@ -35,8 +35,8 @@ from benchmarks.lib import timing
 from benchmarks.lib import train_steps
 import modeling
 from modeling import layers
-from runner_lib.core import optimization
 from runner_lib.core import training
+from runner_lib.core.training import optimization
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("shapes", "small,base", "Comma-separated: small, base.")

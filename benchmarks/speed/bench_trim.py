@@ -42,9 +42,9 @@ import modeling
 from runner_lib.classifier import data as classifier_data
 from runner_lib.classifier import features as classifier_features
 from runner_lib.classifier import task as classifier_task
-from runner_lib.core import input_pipeline
-from runner_lib.core import predict
 from runner_lib.core import training
+from runner_lib.core.inputs import input_pipeline
+from runner_lib.core.training import predict
 from runner_lib.ner import data as ner_data
 from runner_lib.ner import features as ner_features
 from runner_lib.ner import task as ner_task

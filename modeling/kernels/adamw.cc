@@ -4,13 +4,13 @@
 //   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
 //   w -= lr * (m / (sqrt(v) + eps) + weight_decay_rate * w),
 // each operation rounded to float32 in the order TensorFlow's ops compute
-// it in runner_lib/core/optimization.py (AdamWeightDecay._step, a dozen
-// ops and passes), so the weights and slots come out bit-identical to
-// them (tests/test_fused_kernels.py). grad_scale is
+// it in runner_lib/core/training/optimization.py (AdamWeightDecay._step, a
+// dozen ops and passes), so the weights and slots come out bit-identical
+// to them (tests/test_fused_kernels.py). grad_scale is
 // tf.clip_by_global_norm's scale, the same one rounding of grad * scale
 // as its multiply, done here as the gradient is read instead of in a pass
-// of its own (runner_lib/core/training.py, clip_gradients); 1 where the
-// gradient comes already clipped. This file is compiled without
+// of its own (runner_lib/core/training/trainer.py, clip_gradients); 1 where
+// the gradient comes already clipped. This file is compiled without
 // -ffast-math and without contracting a * b + c into one rounding
 // (modeling/fused_kernels.py, EXACT_SOURCES); sqrt and division
 // vectorize as IEEE's correctly rounded instructions.

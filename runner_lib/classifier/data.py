@@ -13,7 +13,7 @@ import os
 from absl import logging
 
 from runner_lib.core import errors
-from runner_lib.core import text_input
+from runner_lib.core.inputs import text_input
 
 
 class InputExample(object):
@@ -40,8 +40,8 @@ class DataProcessor(object):
     COLUMNS: (text_a, text_b or None, label) column indexes in train/dev.
     TEST_COLUMNS: (text_a, text_b or None) in the test file.
     LABELS: the label list (None for regression).
-    METRICS: names of core/metrics.py functions reported beside accuracy
-      (for regression: instead of it), the task's GLUE metrics.
+    METRICS: names of core/training/metrics.py functions reported beside
+      accuracy (for regression: instead of it), the task's GLUE metrics.
     SUBMISSION_NAME: the GLUE leaderboard's file name for the task's test
       predictions, without ".tsv".
     SKIP_MALFORMED: skip (and count) rows with too few columns instead of

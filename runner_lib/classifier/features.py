@@ -2,9 +2,9 @@
 
 import tensorflow as tf
 
-from runner_lib.core import packing
-from runner_lib.core import tfrecord
-from runner_lib.core import tfrecord_writer
+from runner_lib.core.inputs import packing
+from runner_lib.core.inputs import tfrecord
+from runner_lib.core.inputs import tfrecord_writer
 
 
 class InputFeatures(object):
@@ -83,7 +83,7 @@ def write_features(examples, label_list, max_seq_length, tokenizer, path,
     batch_size: int or None; if given, fake examples (is_real_example 0)
       fill the last batch, the layout the original gives eval and predict
       records on TPU. Prediction reads only the real ones back (the core
-      pads batches itself: core/predict.py).
+      pads batches itself: core/training/predict.py).
 
   Returns:
     int, the number of real examples written.

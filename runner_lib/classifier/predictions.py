@@ -6,8 +6,8 @@ import os
 from absl import logging
 import numpy as np
 
-from runner_lib.core import fileio
-from runner_lib.core import metrics
+from runner_lib.core.files import fileio
+from runner_lib.core.training import metrics
 
 
 def probabilities(logits, regression):

@@ -4,9 +4,9 @@ import tensorflow as tf
 
 import modeling
 from runner_lib.classifier import features
-from runner_lib.core import losses
-from runner_lib.core import metrics
 from runner_lib.core import task
+from runner_lib.core.training import losses
+from runner_lib.core.training import metrics
 
 
 @task.register("classifier")
@@ -24,7 +24,7 @@ class ClassificationTask(task.Task):
       max_seq_length: int, the records' sequence length.
       label_list: list of str, the classes in the head's order; None for
         regression (one output, squared error).
-      metric_names: names of core/metrics.py functions for eval_results
+      metric_names: names of core/training/metrics.py functions for eval_results
         beside accuracy (for regression: instead of it).
     """
     super().__init__(config, max_seq_length)

@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from runner_lib.core import errors
-from runner_lib.core import packing
+from runner_lib.core.inputs import packing
 
 
 class InputExample(object):

@@ -6,7 +6,7 @@ import os
 from absl import logging
 from seqeval import metrics as seqeval_metrics
 
-from runner_lib.core import fileio
+from runner_lib.core.files import fileio
 
 
 def entity_types(label_list):

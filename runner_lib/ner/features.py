@@ -13,8 +13,8 @@ import collections
 
 import tensorflow as tf
 
-from runner_lib.core import tfrecord
-from runner_lib.core import tfrecord_writer
+from runner_lib.core.inputs import tfrecord
+from runner_lib.core.inputs import tfrecord_writer
 
 
 class InputFeatures(object):

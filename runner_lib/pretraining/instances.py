@@ -17,8 +17,8 @@ import random
 import struct
 import tempfile
 
-from runner_lib.core import example_proto
-from runner_lib.core import progress as core_progress
+from runner_lib.core.cli import progress as core_progress
+from runner_lib.core.inputs import example_proto
 
 # masked_lm_weights values, as packed little-endian float32.
 _ONE = example_proto.float_payload([1.0])
@@ -264,7 +264,7 @@ def create_instances_from_document(all_documents, document_index, options,
 class InstanceEncoder(object):
   """The original tf.train.Example of an instance, padded, as bytes.
 
-  Written by hand (core/example_proto.py): the same bytes as TensorFlow's
+  Written by hand (core/inputs/example_proto.py): the same bytes as TensorFlow's
   deterministic serialization of the original's Example, several times
   faster, and with no TensorFlow in the process.
   """

@@ -18,10 +18,10 @@ import os
 from absl import logging
 
 from runner_lib.core import errors
-from runner_lib.core import fileio
 from runner_lib.core import gfile
-from runner_lib.core import progress as core_progress
-from runner_lib.core import tfrecord_writer
+from runner_lib.core.cli import progress as core_progress
+from runner_lib.core.files import fileio
+from runner_lib.core.inputs import tfrecord_writer
 from runner_lib.pretraining import sharding
 
 MANIFEST_SUFFIX = ".manifest.json"

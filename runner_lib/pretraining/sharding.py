@@ -26,8 +26,8 @@ import uuid
 from absl import logging
 
 from runner_lib.core import gfile
-from runner_lib.core import text_input
-from runner_lib.core import tfrecord_writer
+from runner_lib.core.inputs import text_input
+from runner_lib.core.inputs import tfrecord_writer
 from runner_lib.pretraining import documents as documents_lib
 from runner_lib.pretraining import instances
 from tokenization import wordpiece

@@ -7,7 +7,7 @@ from absl import logging
 import tensorflow as tf
 
 from runner_lib.core import errors
-from runner_lib.core import fileio
+from runner_lib.core.files import fileio
 
 
 def check_export_dir(export_dir, overwrite):

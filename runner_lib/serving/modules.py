@@ -12,7 +12,7 @@ import tensorflow as tf
 
 import modeling
 from modeling import layers
-from runner_lib.core import input_pipeline
+from runner_lib.core.inputs import input_pipeline
 import tokenization
 
 

@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from runner_lib.core import errors
-from runner_lib.core import precision
+from runner_lib.core.training import precision
 
 DIRECTORY = "openvino"
 MODEL = "model.xml"

@@ -7,7 +7,7 @@ from absl import logging
 import tensorflow as tf
 
 from runner_lib.core import errors
-from runner_lib.core import text_input
+from runner_lib.core.inputs import text_input
 import tokenization
 
 

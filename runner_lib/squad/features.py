@@ -8,9 +8,9 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from runner_lib.core import packing
-from runner_lib.core import tfrecord
-from runner_lib.core import tfrecord_writer
+from runner_lib.core.inputs import packing
+from runner_lib.core.inputs import tfrecord
+from runner_lib.core.inputs import tfrecord_writer
 import tokenization
 
 # The original run_squad.py numbers features from here.

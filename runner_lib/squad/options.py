@@ -5,7 +5,7 @@ from absl import flags
 from absl import logging
 
 from runner_lib.core import errors
-from runner_lib.core import flags as runner_flags
+from runner_lib.core.cli import flags as runner_flags
 from runner_lib.squad import features
 
 FLAGS = flags.FLAGS

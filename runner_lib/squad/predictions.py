@@ -9,7 +9,7 @@ import os
 from absl import logging
 import numpy as np
 
-from runner_lib.core import fileio
+from runner_lib.core.files import fileio
 import tokenization
 
 RawResult = collections.namedtuple("RawResult",

@@ -10,7 +10,7 @@ import io
 import os
 
 from runner_lib.core import errors
-from runner_lib.core import text_input
+from runner_lib.core.inputs import text_input
 
 NUM_CHOICES = 4
 HEADER = ("", "video-id", "fold-ind", "startphrase", "sent1", "sent2",

@@ -3,9 +3,9 @@ sequences per example, all in one record."""
 
 import tensorflow as tf
 
-from runner_lib.core import packing
-from runner_lib.core import tfrecord
-from runner_lib.core import tfrecord_writer
+from runner_lib.core.inputs import packing
+from runner_lib.core.inputs import tfrecord
+from runner_lib.core.inputs import tfrecord_writer
 from runner_lib.swag import data
 
 

@@ -7,7 +7,7 @@ import os
 
 from absl import logging
 
-from runner_lib.core import fileio
+from runner_lib.core.files import fileio
 
 
 def write_predictions(output_dir, examples, probabilities):

@@ -9,15 +9,15 @@ from absl import logging
 import tensorflow as tf
 import tf_keras
 
-from runner_lib.core import checkpointing
 from runner_lib.core import errors
-from runner_lib.core import fileio
-from runner_lib.core import input_pipeline
-from runner_lib.core import optimization
-from runner_lib.core import outdir_lock
-from runner_lib.core import precision
-from runner_lib.core import predict
 from runner_lib.core import training
+from runner_lib.core.files import fileio
+from runner_lib.core.files import outdir_lock
+from runner_lib.core.inputs import input_pipeline
+from runner_lib.core.training import checkpointing
+from runner_lib.core.training import optimization
+from runner_lib.core.training import precision
+from runner_lib.core.training import predict
 
 FLAGS = flags.FLAGS
 

@@ -15,8 +15,8 @@ import zlib
 import google_crc32c
 
 from runner_lib.core import errors
-from runner_lib.core import fileio
 from runner_lib.core import gfile
+from runner_lib.core.files import fileio
 
 _MASK_DELTA = 0xA282EAD8
 

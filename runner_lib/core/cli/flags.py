@@ -7,9 +7,9 @@ from absl import flags
 from absl import logging
 
 from runner_lib.core import errors
-from runner_lib.core import fileio
-from runner_lib.core import input_pipeline
-from runner_lib.core import model_inputs
+from runner_lib.core.files import fileio
+from runner_lib.core.inputs import input_pipeline
+from runner_lib.core.inputs import model_inputs
 
 FLAGS = flags.FLAGS
 

@@ -9,11 +9,11 @@ import numpy as np
 import tensorflow as tf
 
 import modeling
-from runner_lib.core import checkpointing
 from runner_lib.core import errors
-from runner_lib.core import interrupt
-from runner_lib.core import optimization
-from runner_lib.core import precision
+from runner_lib.core.training import checkpointing
+from runner_lib.core.training import interrupt
+from runner_lib.core.training import optimization
+from runner_lib.core.training import precision
 
 # The original clips the global gradient norm at 1.0 before each update.
 CLIP_NORM = 1.0

@@ -10,7 +10,7 @@ padding.
 import numpy as np
 import tensorflow as tf
 
-from runner_lib.core import input_pipeline
+from runner_lib.core.inputs import input_pipeline
 
 
 def pad_batches(batches, batch_size):

@@ -6,7 +6,7 @@ from absl import logging
 import tensorflow as tf
 
 from runner_lib.core import errors
-from runner_lib.core import tfrecord
+from runner_lib.core.inputs import tfrecord
 
 # Records in the shuffle buffer after interleaving (the original used 100),
 # for streams read without epochs (record_dataset).

@@ -1,0 +1,2 @@
+"""Outputs: files written whole or not at all, and one run per output
+folder."""
