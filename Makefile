@@ -2,7 +2,8 @@
 PYTHON := .venv/bin/python
 VENV_STAMP := .venv/.installed
 
-.PHONY: setup setup-gpu test test-fast demo benchmark benchmark-hf quality
+.PHONY: setup setup-gpu test test-fast test-fresh test-fresh-fast demo benchmark \
+	benchmark-hf quality
 
 # The fused CPU kernels of training (modeling/fused_kernels.py), built
 # with g++ against the installed TensorFlow; without a compiler a
@@ -44,6 +45,19 @@ test: $(VENV_STAMP) $(KERNELS)
 # The quick loop: everything but the tests marked slow (end-to-end runs).
 test-fast: $(VENV_STAMP) $(KERNELS)
 	$(PYTHON) -m pytest -m "not slow"
+
+# The suite with every script in a fresh interpreter, not a fork of the
+# tests' script server (tests/script_server.py): what a fork could hide
+# shows here. Slower (each start imports TensorFlow again).
+test-fresh: $(VENV_STAMP) $(KERNELS)
+	BERT_TESTS_FRESH_INTERPRETERS=1 $(PYTHON) -m pytest -n 2
+
+# CI's share of test-fresh (about a minute on 2 cores): the script
+# server's own tests, the runners' first errors, bad inputs and signals.
+test-fresh-fast: $(VENV_STAMP) $(KERNELS)
+	BERT_TESTS_FRESH_INTERPRETERS=1 $(PYTHON) -m pytest -n 2 \
+	  tests/test_script_server.py tests/test_first_errors.py \
+	  tests/test_input_faults.py tests/test_preemption.py
 
 demo: $(VENV_STAMP) $(KERNELS)
 	bash demo/run_demo.sh

@@ -137,7 +137,9 @@ _SESSION_ENV = dict(os.environ)
 
 def script_env(**extra):
   """The environment of the tests' script processes: this one's, CPU only,
-  TensorFlow's C++ logs quiet, plus extra. Variables read as libraries load
+  TensorFlow's C++ logs quiet, the libraries' thread pools off
+  (script_server.SINGLE_THREAD_ENV: the server forks with one thread), plus
+  extra. Variables that may be read as libraries load
   (script_server.is_load_time) keep the values the session started with,
   as a user's shell has them: what an import inside this process set there
   is not the user's, and would keep runs from forking."""
@@ -145,6 +147,7 @@ def script_env(**extra):
          if not script_server.is_load_time(k)}
   env.update((k, v) for k, v in _SESSION_ENV.items()
              if script_server.is_load_time(k))
+  env.update(script_server.SINGLE_THREAD_ENV)
   env.update(CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2", **extra)
   return env
 

@@ -13,9 +13,14 @@ exception, -N when a signal N ends it). What differs: the modules the
 server imported are not imported again, and their objects are frozen out
 of the cyclic garbage collector (gc.freeze: live module state it would
 never free); the hash seed is the server's.
-A run whose environment differs from the server's in a variable read as
-TensorFlow or its libraries load (those in _LOAD_TIME_PREFIXES) gets a
-fresh interpreter instead (Client.supports).
+A run gets a fresh interpreter instead, with a warning that says why, where
+a fork could differ from one or hang: its environment differs from the
+server's in a variable not known to be read only at run time (is_run_time:
+any other may be read as TensorFlow or its libraries load, such as
+OPENBLAS_NUM_THREADS or GLIBC_TUNABLES), or the server has more than one
+thread (a fork copies only the forking thread: a lock another thread held
+stays held in the child). The server's environment keeps its imports to one
+thread (SINGLE_THREAD_ENV).
 
 The server (this file run as a program) listens on a Unix socket. For a
 request it forks a monitor, the monitor forks the script process, sends
@@ -48,23 +53,72 @@ import sys
 import tempfile
 import threading
 import types
+import warnings
 
-# Environment variables read while TensorFlow, oneDNN, OpenMP or the C
-# library load (or by Python at startup): a run that changes one of
-# these from the server's values needs a fresh interpreter.
-_LOAD_TIME_PREFIXES = ("TF_", "XLA_", "OMP_", "KMP_", "ONEDNN_", "DNNL_",
-                       "MKL", "CUDA_", "LD_", "PYTHON", "MALLOC")
-# Read when used, not as TensorFlow loads.
-_RUN_TIME = ("TF_CONFIG",)
+# Environment variables known to be read only when used, never as a library
+# loads: a run may differ from the server in these and still fork. TF_CONFIG
+# (tf.distribute reads it when a strategy is made), the shell's own, the
+# project's (BERT_*, DEMO_*) and the data folders of the docs' commands
+# (GLUE_DIR, SQUAD_DIR, ...). Any other variable may be read as TensorFlow,
+# oneDNN, OpenMP, a BLAS or the C library loads.
+# GCE_METADATA_IP: the TPU client reads it when it looks a TPU up.
+_RUN_TIME = ("TF_CONFIG", "GCE_METADATA_IP", "PWD", "OLDPWD", "SHLVL", "_")
+_RUN_TIME_PREFIXES = ("BERT_", "DEMO_")
+_RUN_TIME_SUFFIXES = ("_DIR",)
+
+# What the server's imports read as they load, set so that none starts a
+# thread: NumPy's and SciPy's OpenBLAS start a pool of their own, and
+# pyarrow's jemalloc (TensorFlow imports pandas) a background thread. The
+# tests' script processes get the same (conftest.script_env), forked or
+# not.
+SINGLE_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1",
+                     "JE_ARROW_MALLOC_CONF": "background_thread:false"}
+
+
+def is_run_time(name):
+  """Whether the environment variable name is known to be read only when
+  used (a run that changes it can still be a fork)."""
+  return (name in _RUN_TIME or name.startswith(_RUN_TIME_PREFIXES) or
+          name.endswith(_RUN_TIME_SUFFIXES))
 
 
 def is_load_time(name):
-  """Whether the environment variable name is read as libraries load."""
-  return name.startswith(_LOAD_TIME_PREFIXES) and name not in _RUN_TIME
+  """Whether the environment variable name may be read as libraries load."""
+  return not is_run_time(name)
 
 
 def _load_time(env):
   return {k: v for k, v in env.items() if is_load_time(k)}
+
+
+def differences(server_env, env):
+  """{name: (the server's value, env's)} of the variables that may be read
+  as libraries load in which env differs from server_env (None: unset)."""
+  ours, theirs = _load_time(server_env), _load_time(env)
+  return {k: (ours.get(k), theirs.get(k)) for k in set(ours) | set(theirs)
+          if ours.get(k) != theirs.get(k)}
+
+
+def _why_fresh(server_env, env):
+  """Why a run with env cannot be a fork of a server started with
+  server_env, or None where it can."""
+  changed = differences(server_env, env)
+  if changed:
+    return ("its environment differs from the server's in %s (not known to "
+            "be read only at run time)" % ", ".join(sorted(changed)))
+  return None
+
+
+def _threads():
+  """The names of this process's threads, the OS's (native ones too)."""
+  names = []
+  for task in sorted(os.listdir("/proc/self/task")):
+    try:
+      with open("/proc/self/task/%s/comm" % task) as f:
+        names.append(f.read().strip())
+    except OSError:
+      pass  # it ended
+  return names
 
 
 def _receive_line(conn, fds=None):
@@ -113,6 +167,14 @@ def _serve(listener, parent_pipe):
     if listener not in readable:
       continue
     conn, _ = listener.accept()
+    threads = _threads()
+    if len(threads) > 1:
+      # No fork: the client runs the script in a fresh interpreter.
+      _send_line(conn, {"fresh": "the script server has %d threads (%s), "
+                                 "and a fork copies only one" % (
+                                     len(threads), ", ".join(threads))})
+      conn.close()
+      continue
     if os.fork():
       conn.close()
       continue
@@ -123,9 +185,9 @@ def _serve(listener, parent_pipe):
       fds = []
       request = _receive_line(conn, fds)
       request["fds"] = fds  # The relay's stdin, stdout and stderr, if sent.
-      if request.get("relay") and _load_time(request["env"]) != _load_time(
-          _SERVER_ENV):
-        _send_line(conn, {"fresh": True})
+      why = request.get("relay") and _why_fresh(_SERVER_ENV, request["env"])
+      if why:
+        _send_line(conn, {"fresh": why})
         os._exit(0)  # pylint: disable=protected-access
       pid = os.fork()
     except BaseException:  # pylint: disable=broad-except
@@ -221,9 +283,10 @@ _SERVER_ENV = {}
 _ISOLATED_PATH = []
 
 
-def main(socket_path):
-  """Imports _PRELOADED, then serves on socket_path until stdin closes.
-  Prints "ready" on stdout once listening."""
+def main(socket_path, preload=()):
+  """Imports _PRELOADED and then preload (module names), then serves on
+  socket_path until stdin closes. Prints "ready" on stdout once
+  listening."""
   _SERVER_ENV.update(os.environ)
   excluded = set(os.environ.get("PYTHONPATH", "").split(os.pathsep))
   excluded.add(site.getusersitepackages())
@@ -234,6 +297,8 @@ def main(socket_path):
     except ImportError:
       if name == "tensorflow":
         raise
+  for name in preload:
+    importlib.import_module(name)
   # The imports' objects out of the cyclic GC's reach in every run: a
   # run's full collections would walk them all (~385,000, 0.2-0.3 s each
   # time) to free nothing, copying the pages they touch from the server
@@ -258,26 +323,26 @@ class Client(object):
   Args:
     env: dict, the environment the server imports TensorFlow under.
     fresh: bool, run everything in fresh interpreters (no server).
+    preload: module names the server imports after _PRELOADED.
   """
 
-  def __init__(self, env, fresh=False):
+  def __init__(self, env, fresh=False, preload=()):
     self._env = dict(env)
     self._fresh = fresh
+    self._preload = list(preload)
     self._lock = threading.Lock()  # Tests start runs from threads too.
     self._process = None
     self._folder = tempfile.mkdtemp(prefix="script_server_")
     self._socket = os.path.join(self._folder, "socket")
 
   def supports(self, env):
-    """Whether a run with env can be a fork of this server."""
+    """Whether a run with env can be a fork of this server (as far as its
+    environment goes: the server also refuses while it has threads)."""
     return not self.differences(env)
 
   def differences(self, env):
-    """{name: (the server's value, env's)} of the load-time variables in
-    which env differs from the server's environment (None: unset)."""
-    ours, theirs = _load_time(self._env), _load_time(env)
-    return {k: (ours.get(k), theirs.get(k)) for k in set(ours) | set(theirs)
-            if ours.get(k) != theirs.get(k)}
+    """differences() between the server's environment and env."""
+    return differences(self._env, env)
 
   def _start(self):
     with self._lock:
@@ -301,7 +366,8 @@ class Client(object):
     if os.path.exists(self._socket):
       os.unlink(self._socket)
     self._process = subprocess.Popen(
-        [sys.executable, os.path.abspath(__file__), self._socket],
+        [sys.executable, os.path.abspath(__file__), self._socket] +
+        self._preload,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self._env)
     line = self._process.stdout.readline()
     if line != b"ready\n":
@@ -324,7 +390,11 @@ class Client(object):
     Returns:
       ScriptProcess.
     """
-    fork = not (fresh or self._fresh) and self.supports(env)
+    fork = not (fresh or self._fresh)
+    if fork and not self.supports(env):
+      fork = False
+      warnings.warn("script_server: %s runs in a fresh interpreter: %s." % (
+          " ".join(argv[:2]), _why_fresh(self._env, env)), stacklevel=2)
     if fork:
       self._start()
     return ScriptProcess(self._socket if fork else None, argv, env,
@@ -363,18 +433,29 @@ class ScriptProcess(object):
         stderr_path or os.path.join(self._output, "stderr"))
     self._popen = self._conn = None
     if socket_path is None:
-      with open(self._stdout, "wb") as out, open(self._stderr, "wb") as err:
-        self._popen = subprocess.Popen(self.args, stdout=out, stderr=err,
-                                       stdin=subprocess.DEVNULL, cwd=cwd,
-                                       env=env)
-      self.pid = self._popen.pid
+      self._start_fresh(env, cwd)
       return
     self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     self._conn.connect(socket_path)
     _send_line(self._conn, {
         "argv": list(argv), "env": dict(env), "cwd": cwd,
         "stdout": self._stdout, "stderr": self._stderr})
-    self.pid = _receive_line(self._conn)["pid"]
+    reply = _receive_line(self._conn)
+    if "fresh" in reply:  # the server refused to fork
+      self._conn.close()
+      self._conn = None
+      warnings.warn("script_server: %s runs in a fresh interpreter: %s." % (
+          " ".join(argv[:2]), reply["fresh"]))
+      self._start_fresh(env, cwd)
+      return
+    self.pid = reply["pid"]
+
+  def _start_fresh(self, env, cwd):
+    with open(self._stdout, "wb") as out, open(self._stderr, "wb") as err:
+      self._popen = subprocess.Popen(self.args, stdout=out, stderr=err,
+                                     stdin=subprocess.DEVNULL, cwd=cwd,
+                                     env=env)
+    self.pid = self._popen.pid
 
   def poll(self):
     if self.returncode is None:
@@ -434,7 +515,8 @@ def relay(socket_path, argv):
   as it does (a signal that ends it ends this process the same way). A
   SIGINT or SIGTERM to this process goes to it; argv may be a script,
   "-c" and code, or "-" (code read from stdin). Where the server cannot
-  run it (another load-time environment), becomes `python argv...`."""
+  run it (an environment it cannot fork for, or threads in the server),
+  becomes `python argv...`, saying why on stderr."""
   conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
   conn.connect(socket_path)
   _send_line(conn, {"argv": argv, "env": dict(os.environ),
@@ -442,6 +524,9 @@ def relay(socket_path, argv):
   reply = _receive_line(conn)
   if reply.get("fresh"):
     conn.close()
+    sys.stderr.write("script_server: a fresh interpreter: %s.\n" %
+                     reply["fresh"])
+    sys.stderr.flush()
     os.execv(sys.executable, [sys.executable] + argv)
   pid = reply["pid"]
   for signum in (signal.SIGINT, signal.SIGTERM):
@@ -457,4 +542,4 @@ if __name__ == "__main__":
   if sys.argv[1] == "--relay":
     relay(sys.argv[2], sys.argv[3:])
   else:
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:])

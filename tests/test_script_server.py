@@ -1,5 +1,6 @@
 """tests/script_server.py: a forked run behaves as `python ...` would."""
 
+import contextlib
 import json
 import os
 import signal
@@ -7,7 +8,10 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests import conftest
+from tests import script_server
 
 # Prints what a process can see of how it was started, then ends as its
 # first argument says.
@@ -16,7 +20,7 @@ import json, os, sys
 import numpy as np
 print(json.dumps({
     "argv": sys.argv, "cwd": os.getcwd(), "pid": os.getpid(),
-    "path0": sys.path[0], "value": os.environ.get("PROBE_VALUE"),
+    "path0": sys.path[0], "value": os.environ.get("BERT_PROBE_VALUE"),
     "main": __name__, "numpy": int(np.random.randint(1 << 30)),
     "tensorflow": "tensorflow" in sys.modules}), flush=True)
 sys.stderr.write("to stderr\n")
@@ -37,7 +41,7 @@ def probe(tmp_path, how, **kwargs):
 
 
 def test_argv_cwd_environment_outputs_and_exit_code(tmp_path):
-  env = conftest.script_env(PROBE_VALUE="v")
+  env = conftest.script_env(BERT_PROBE_VALUE="v")
   result = probe(tmp_path, "3", cwd=str(tmp_path), env=env)
   assert result.returncode == 3
   seen = json.loads(result.stdout)
@@ -186,3 +190,62 @@ def test_the_relay_stands_for_python_in_a_shell_script(tmp_path):
   assert (tmp_path / "stdin.txt").read_text() == "['a', 'b']\n"
   assert not json.loads((tmp_path / "fresh.json").read_text())["tensorflow"]
   assert (tmp_path / "killed").read_text() == "%d\n" % (128 + signal.SIGTERM)
+
+
+# A module that starts a thread as it is imported (as gRPC, an op at import
+# or a BLAS pool would), holding a lock: a fork would copy the lock held
+# and no thread to release it.
+THREAD_AT_IMPORT = r"""
+import threading
+LOCK = threading.Lock()
+LOCK.acquire()
+threading.Thread(target=threading.Event().wait, daemon=True).start()
+"""
+
+
+def test_a_server_with_a_thread_runs_scripts_in_fresh_interpreters(tmp_path):
+  (tmp_path / "starts_a_thread.py").write_text(THREAD_AT_IMPORT)
+  script = tmp_path / "probe.py"
+  script.write_text(PROBE)
+  env = conftest.script_env()
+  client = script_server.Client(
+      dict(env, PYTHONPATH=str(tmp_path)), preload=["starts_a_thread"])
+  try:
+    with pytest.warns(UserWarning, match=r"fresh interpreter: the script "
+                      r"server has 2 threads"):
+      process = client.popen([str(script), "0"], dict(
+          env, PYTHONPATH=str(tmp_path)), cwd=str(tmp_path))
+    stdout, _ = process.communicate(timeout=120)
+    assert process.returncode == 0
+    assert not json.loads(stdout)["tensorflow"]  # not a fork of the server
+    # The relay, as the docs' commands use it: the same, said on stderr.
+    result = subprocess.run(
+        [sys.executable, script_server.__file__, "--relay",
+         client.socket_path, str(script), "0"], cwd=str(tmp_path),
+        env=dict(env, PYTHONPATH=str(tmp_path)), capture_output=True,
+        text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert not json.loads(result.stdout)["tensorflow"]
+    assert result.stderr.startswith(
+        "script_server: a fresh interpreter: the script server has 2 threads")
+  finally:
+    client.close()
+
+
+def test_an_unknown_variable_gets_a_fresh_interpreter_and_says_so(tmp_path):
+  # OPENBLAS_NUM_THREADS is read as NumPy loads; the rule knows the few
+  # variables read only when used, and forks for nothing else.
+  assert not script_server.is_run_time("OPENBLAS_NUM_THREADS")
+  assert not script_server.is_run_time("GLIBC_TUNABLES")
+  assert script_server.is_run_time("TF_CONFIG")
+  assert script_server.is_run_time("GLUE_DIR")
+  env = conftest.script_env(GLIBC_TUNABLES="glibc.malloc.arena_max=1")
+  # Where every run is a fresh interpreter, nothing is refused.
+  refused = (contextlib.nullcontext()
+             if os.environ.get("BERT_TESTS_FRESH_INTERPRETERS") == "1" else
+             pytest.warns(UserWarning, match="differs from the server's in "
+                          "GLIBC_TUNABLES"))
+  with refused:
+    result = probe(tmp_path, "0", env=env)
+  assert result.returncode == 0
+  assert not json.loads(result.stdout)["tensorflow"]
