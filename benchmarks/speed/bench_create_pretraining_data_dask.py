@@ -58,11 +58,10 @@ SOURCES = [os.path.join(DATA, "corpus", name) for name in
 PROJECTED_MB = 16_000
 
 # The settings docs/pre-training.md gives a cluster's processes: Dask's
-# own periodic work (profiler, event-loop ticks, monitors) made rare.
-QUIET = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False",
-         "DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "1s",
-         "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "5s",
-         "DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL": "1s"}
+# own periodic work (profiler, event-loop ticks, monitors) made rare, from
+# the file the local cluster loads too.
+QUIET = {"DASK_CONFIG": os.path.join(REPO, "runner_lib", "pretraining",
+                                     "dask.yaml")}
 DASK, DASK_QUIET = "Dask", "Dask, docs' settings"
 LOCAL = "local workers"
 # --ways: (name, workers) of each.
