@@ -402,7 +402,7 @@ class Embeddings(keras.layers.Layer):
     # segments always by a one-hot matmul. The values are the same either
     # way; the gradients' form is not (a gather's is an IndexedSlices,
     # whose rows the original's gradient clipping counts one by one: see
-    # runner_lib/core/training.clip_gradients).
+    # runner_lib/core/training/step.py, clip_gradients).
     if self.use_one_hot_embeddings:
       output = self._one_hot_lookup(self.word_embeddings, input_ids,
                                     self.vocab_size)

@@ -64,7 +64,8 @@ def train_both(tmp_path, task, batch, steps, skip_padding=False):
       initial = [v.numpy() for v in trainer.trainable]
     for variable, value in zip(trainer.trainable, initial):
       variable.assign(value)
-    gradients = tf.function(lambda: trainer._compute(batch)[1])()
+    gradients = tf.function(
+        lambda: trainer.train_step.loss_and_grads(batch)[1])()
     step = tf.function(lambda: trainer.train_step(batch))
     for _ in range(steps):
       step()
@@ -256,11 +257,11 @@ import sys
 import tensorflow as tf
 import run_classifier
 from absl import flags
-from runner_lib.core import training
 from runner_lib.core.cli import runner
+from runner_lib.core.training import step
 
 FAIL_FROM = int(sys.argv.pop(1))
-loss_and_grads = training.Trainer._loss_and_grads
+loss_and_grads = step.TrainStep._loss_and_grads
 
 def failing(self, batch):
   size = tf.cast(self.global_step >= FAIL_FROM, tf.int64) * 2**44 + 1
@@ -268,7 +269,7 @@ def failing(self, batch):
   loss, grads = loss_and_grads(self, batch)
   return loss + 0.0 * waste, grads
 
-training.Trainer._loss_and_grads = failing
+step.TrainStep._loss_and_grads = failing
 flags.mark_flags_as_required(["data_dir", "task_name", "vocab_file",
                               "bert_config_file", "output_dir"])
 runner.run(run_classifier.main)

@@ -37,6 +37,7 @@ import modeling
 from modeling import layers
 from runner_lib.core import training
 from runner_lib.core.training import optimization
+from runner_lib.core.training import step as step_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("shapes", "small,base", "Comma-separated: small, base.")
@@ -66,7 +67,7 @@ def store_gradient(self, variable, grad, m, v, learning_rate, step, decay,
   return m.assign(grad)
 
 
-def unclipped(grads, clip_norm=training.CLIP_NORM, leave_scale=False):
+def unclipped(grads, clip_norm=step_lib.CLIP_NORM, leave_scale=False):
   del clip_norm
   grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
   return (grads, [None] * len(grads)) if leave_scale else grads
@@ -77,7 +78,7 @@ VARIANTS = {
     "no_update": [(optimization.AdamWeightDecay, "_step", store_gradient)],
     "no_update_no_clip": [
         (optimization.AdamWeightDecay, "_step", store_gradient),
-        (training, "clip_gradients", unclipped)],
+        (step_lib, "clip_gradients", unclipped)],
     "no_gelu": [],  # a config with hidden_act "linear"
     "no_layer_norm": [(layers.LayerNorm, "call",
                        lambda self, x, residual=None:

@@ -9,7 +9,7 @@
 // to them (tests/test_fused_kernels.py). grad_scale is
 // tf.clip_by_global_norm's scale, the same one rounding of grad * scale
 // as its multiply, done here as the gradient is read instead of in a pass
-// of its own (runner_lib/core/training/trainer.py, clip_gradients); 1 where
+// of its own (runner_lib/core/training/step.py, clip_gradients); 1 where
 // the gradient comes already clipped. This file is compiled without
 // -ffast-math and without contracting a * b + c into one rounding
 // (modeling/fused_kernels.py, EXACT_SOURCES); sqrt and division

@@ -112,3 +112,15 @@ def _cpu_gpu_strategy(name):
   if name == "mirrored":
     return tf.distribute.MirroredStrategy()
   return tf.distribute.get_strategy()
+
+
+def is_chief(strategy):
+  """Whether this process writes checkpoints and summaries."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not resolver.task_type:
+    return True
+  if resolver.task_type == "chief":
+    return True
+  has_chief = "chief" in (resolver.cluster_spec().as_dict() or {})
+  return resolver.task_type == "worker" and resolver.task_id == 0 and (
+      not has_chief)

@@ -153,7 +153,7 @@ class AdamWeightDecay(tf.Module):
       grad_scales: None, or a list like grads of float32 scalar Tensors
         (or None): each gradient is multiplied by its scale first, the
         multiply of tf.clip_by_global_norm left to the update
-        (runner_lib/core/training/trainer.py, clip_gradients), which the fused
+        (runner_lib/core/training/step.py, clip_gradients), which the fused
         kernel does as it reads the gradient instead of in a pass of its
         own. The same numbers as scaling the gradients beforehand.
     """

@@ -183,3 +183,38 @@ def predict_records(strategy, predict_fn, path, name_to_features, batch_size,
     restored[key] = np.empty_like(value)
     restored[key][order] = value
   return restored
+
+
+def evaluate_metrics(strategy, model, dataset_fn, metrics_fn, max_steps):
+  """In-graph metrics over up to max_steps batches of an evaluation set.
+
+  Args:
+    strategy: tf.distribute.Strategy, with model built under its scope.
+    model: the Keras model metrics_fn reads.
+    dataset_fn: function (tf.distribute.InputContext) -> dataset of
+      per-replica batches.
+    metrics_fn: function (model, batch) -> dict name -> (weighted sum,
+      weight), per replica.
+    max_steps: int.
+
+  Returns:
+    dict name -> float, each sum over weight across all batches.
+  """
+  dataset = strategy.distribute_datasets_from_function(dataset_fn)
+
+  @tf.function(autograph=False)
+  def eval_step(batch):
+    per_replica = strategy.run(lambda b: metrics_fn(model, b), args=(batch,))
+    return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica,
+                           axis=None)
+
+  totals = {}
+  for index, batch in enumerate(dataset):
+    if index >= max_steps:
+      break
+    for name, (value, weight) in eval_step(batch).items():
+      total = totals.setdefault(name, [0.0, 0.0])
+      total[0] += float(value)
+      total[1] += float(weight)
+  return {name: value / weight if weight else 0.0
+          for name, (value, weight) in totals.items()}
