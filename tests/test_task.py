@@ -9,8 +9,8 @@ import tf_keras
 import modeling
 from runner_lib.classifier import task as classifier_task
 from runner_lib.core import errors
-from runner_lib.core import task as task_lib
 from runner_lib.core import training
+from runner_lib.core.training import task as task_lib
 from runner_lib.ner import task as ner_task
 from runner_lib.pretraining import task as pretraining_task
 from runner_lib.squad import task as squad_task

@@ -4,9 +4,9 @@ import tensorflow as tf
 
 import modeling
 from runner_lib.classifier import features
-from runner_lib.core import task
 from runner_lib.core.training import losses
 from runner_lib.core.training import metrics
+from runner_lib.core.training import task
 
 
 @task.register("classifier")

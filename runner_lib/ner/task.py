@@ -5,9 +5,9 @@ labelled word-pieces."""
 import tensorflow as tf
 
 import modeling
-from runner_lib.core import task
 from runner_lib.core.inputs import input_pipeline
 from runner_lib.core.training import losses
+from runner_lib.core.training import task
 from runner_lib.ner import features
 
 

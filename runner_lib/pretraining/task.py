@@ -11,7 +11,7 @@ Objectives:
 import tensorflow as tf
 
 import modeling
-from runner_lib.core import task
+from runner_lib.core.training import task
 from runner_lib.pretraining import data
 
 OBJECTIVES = ("mlm_nsp", "mlm", "ltr")

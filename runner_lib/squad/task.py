@@ -3,8 +3,8 @@
 import tensorflow as tf
 
 import modeling
-from runner_lib.core import task
 from runner_lib.core.training import losses
+from runner_lib.core.training import task
 from runner_lib.squad import features
 
 

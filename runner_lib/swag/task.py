@@ -3,9 +3,9 @@
 import tensorflow as tf
 
 import modeling
-from runner_lib.core import task
 from runner_lib.core.training import losses
 from runner_lib.core.training import metrics
+from runner_lib.core.training import task
 from runner_lib.swag import data
 from runner_lib.swag import features
 

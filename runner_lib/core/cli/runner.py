@@ -51,7 +51,7 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
 
   Args:
     strategy: tf.distribute.Strategy.
-    task: core/task.Task.
+    task: core/training/task.Task.
     num_train_steps: int.
     num_warmup_steps: int.
 
@@ -102,7 +102,7 @@ def finetuning_trainer(strategy, task, num_train_examples):
 
   Args:
     strategy: tf.distribute.Strategy.
-    task: core/task.Task; its new_variables may be missing from the
+    task: core/training/task.Task; its new_variables may be missing from the
       initial checkpoint.
     num_train_examples: int, the training set's size (ignored without
       --do_train); with --num_train_epochs and --warmup_proportion it sets
@@ -136,7 +136,7 @@ def train_on_records(trainer, task, train_file, num_examples, per_replica):
 
   Args:
     trainer: training.Trainer, from finetuning_trainer.
-    task: core/task.Task, the records' schema.
+    task: core/training/task.Task, the records' schema.
     train_file: str, the TFRecord file.
     num_examples: int, the records in train_file.
     per_replica: int, the per-replica batch (check_finetuning_flags).
@@ -168,7 +168,7 @@ def predict_on_records(trainer, task, path, num_records, batch_size,
 
   Args:
     trainer: training.Trainer.
-    task: core/task.Task, the records' schema and predict().
+    task: core/training/task.Task, the records' schema and predict().
     path: str, the TFRecord file.
     num_records: int, how many records (from the start) to predict.
     batch_size: int, the global batch size.

@@ -1,6 +1,7 @@
-"""The model run under a tf.distribute strategy: the Trainer (trainer.py,
-the step loop) and the step it runs (step.py), the optimizer, checkpoints,
-signals, precision, losses, metrics and prediction.
+"""The model run under a tf.distribute strategy: the Task interface every
+task implements (task.py), the Trainer (trainer.py, the step loop) and the
+step it runs (step.py), the optimizer, checkpoints, signals, precision,
+losses, metrics and prediction.
 
 `from runner_lib.core import training` gives the Trainer's names, as
 `training.Trainer` and `training.TrainingConfig`.
