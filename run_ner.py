@@ -117,10 +117,9 @@ def main(_):
       evaluation.write_conll(os.path.join(FLAGS.output_dir, output_name),
                              sentences[split], tags)
     if split == "dev":
-      results = evaluation.eval_results(
-          [s.tags for s in sentences[split]], tags, task.label_list)
-      results["eval_loss"] = loss
-      runner.write_eval_results(trainer, results)
+      runner.write_eval_results(trainer, task.eval_results({
+          "gold": [s.tags for s in sentences[split]], "predicted": tags,
+          "eval_loss": loss}))
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["data_dir", "vocab_file", "bert_config_file",

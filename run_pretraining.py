@@ -120,14 +120,10 @@ def main(_):
   if FLAGS.do_eval:
     logging.info("***** Running evaluation *****")
     logging.info("  Batch size = %d", FLAGS.eval_batch_size)
-    results = trainer.evaluate(
+    runner.write_eval_results(trainer, task.eval_results(trainer.evaluate(
         input_pipeline.eval_dataset_fn(files, task.name_to_features(False),
                                        eval_batch),
-        task.metrics, FLAGS.max_eval_steps)
-    results["global_step"] = trainer.step
-    if trainer.chief:
-      fileio.write_eval_results(
-          os.path.join(FLAGS.output_dir, "eval_results.txt"), results)
+        task.metrics, FLAGS.max_eval_steps)))
 
 
 if __name__ == "__main__":

@@ -37,7 +37,6 @@ from runner_lib.core.training import distribute
 from runner_lib.core.training import optimization
 from runner_lib.core.training import predict
 from runner_lib.squad import data
-from runner_lib.squad import evaluation
 from runner_lib.squad import features
 from runner_lib.squad import options as squad_options
 from runner_lib.squad import predictions
@@ -172,15 +171,15 @@ def main(_):
         FLAGS.verbose_logging)
     predictions.write_predictions(FLAGS.output_dir, answers,
                                   FLAGS.version_2_with_negative)
-    scores = evaluation.evaluate(predict_data, answers,
-                                 FLAGS.version_2_with_negative)
+    scores = task.eval_results({
+        "data": predict_data, "predictions": answers,
+        "version_2_with_negative": FLAGS.version_2_with_negative})
     if scores is None:
       logging.info("%s has no answers to score against: no evaluation.",
                     FLAGS.predict_file)
     else:
       logging.info("***** Eval results *****")
-      fileio.write_eval_results(
-          os.path.join(FLAGS.output_dir, "eval_results.txt"), scores)
+      runner.write_eval_results(trainer, scores)
 
 
 if __name__ == "__main__":

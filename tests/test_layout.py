@@ -209,3 +209,20 @@ def test_scripts_keep_tensorflow_from_importing_keras_3():
         cwd=REPO_ROOT, env=environment, capture_output=True, text=True,
         check=True)
     assert completed.stdout.split("\n")[-2] == want, completed.stdout
+
+
+def test_one_writer_of_eval_results():
+  # Every runner writes eval_results.txt through runner.write_eval_results
+  # (global_step added, the chief only), from its task's eval_results hook.
+  writers = []
+  for path in list(project_modules()):
+    with open(path) as f:
+      if "fileio.write_eval_results(" in f.read():
+        writers.append(os.path.relpath(path, REPO_ROOT))
+  assert writers == [os.path.join("runner_lib", "core", "cli", "runner.py")]
+  for name in ROOT_SCRIPTS:
+    if name.startswith("run_"):
+      with open(os.path.join(REPO_ROOT, name)) as f:
+        text = f.read()
+      assert "task.eval_results(" in text, name
+      assert "runner.write_eval_results(" in text, name

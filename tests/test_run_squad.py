@@ -192,7 +192,7 @@ def test_trains_and_predicts_on_real_squad(shared_data, tmp_path):
     assert scores == sorted(scores, reverse=True)
   assert not (out / "null_odds.json").exists()
   results = read_results(out / "eval_results.txt")
-  assert set(results) == {"exact_match", "f1"}
+  assert set(results) == {"exact_match", "f1", "global_step"}
   assert 0 <= results["exact_match"] <= results["f1"] <= 100
 
 
@@ -239,7 +239,7 @@ def test_squad2_threshold_reported_is_the_one_to_use(shared_data, tmp_path):
   assert set(first) == {
       "exact", "f1", "total", "HasAns_exact", "HasAns_f1", "HasAns_total",
       "NoAns_exact", "NoAns_f1", "NoAns_total", "best_exact",
-      "best_exact_thresh", "best_f1", "best_f1_thresh"}
+      "best_exact_thresh", "best_f1", "best_f1_thresh", "global_step"}
   assert (first["total"], first["HasAns_total"], first["NoAns_total"]) == (
       len(questions), len(questions) - unanswerable, unanswerable) == (
           418, 204, 214)

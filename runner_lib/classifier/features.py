@@ -1,5 +1,6 @@
 """Classification examples as the original's features and records."""
 
+import dataclasses
 import tensorflow as tf
 
 from runner_lib.core.inputs import packing
@@ -7,17 +8,15 @@ from runner_lib.core.inputs import tfrecord
 from runner_lib.core.inputs import tfrecord_writer
 
 
-class InputFeatures(object):
+@dataclasses.dataclass(eq=False)
+class InputFeatures:
   """An example as model input; is_real_example is 0 for batch padding."""
 
-  def __init__(self, input_ids, input_mask, segment_ids, label_id,
-               is_real_example=True):
-    self.input_ids = input_ids
-    self.input_mask = input_mask
-    self.segment_ids = segment_ids
-    self.label_id = label_id
-    self.is_real_example = is_real_example
-
+  input_ids: list
+  input_mask: list
+  segment_ids: list
+  label_id: object
+  is_real_example: bool = True
 
 def convert_single_example(example, label_list, max_seq_length, tokenizer):
   """Tokenizes one example into [CLS] A [SEP] B [SEP], truncated, padded.

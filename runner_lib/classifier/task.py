@@ -4,13 +4,12 @@ import tensorflow as tf
 
 import modeling
 from runner_lib.classifier import features
-from runner_lib.core.training import losses
 from runner_lib.core.training import metrics
 from runner_lib.core.training import task
 
 
 @task.register("classifier")
-class ClassificationTask(task.Task):
+class ClassificationTask(task.LabelTask):
   """Fine-tuning on sentence(-pair) classification or, with no label list,
   a regression score (STS-B)."""
 
@@ -48,22 +47,10 @@ class ClassificationTask(task.Task):
     if self.regression:
       return tf.square(tf.cast(logits[:, 0], tf.float32) -
                        tf.cast(labels, tf.float32))
-    return losses.cross_entropy(logits, labels)
-
-  def loss(self, model, batch, training):
-    """The original: mean cross-entropy (mean squared error for a score)."""
-    logits = model(batch, training=training)
-    return tf.reduce_mean(self.per_example_loss(logits, batch["label_ids"]))
-
-  def predict(self, model, batch):
-    """Logits [B, num_labels], the labels and each example's loss."""
-    logits = tf.cast(model(batch, training=False), tf.float32)
-    return {"logits": logits, "label_ids": batch["label_ids"],
-            "per_example_loss": self.per_example_loss(logits,
-                                                      batch["label_ids"])}
+    return super().per_example_loss(logits, labels)
 
   def eval_results(self, outputs):
-    """eval_results.txt values from predict outputs over the dev set.
+    """eval_results.txt values from predict()'s outputs over the dev set.
 
     Args:
       outputs: dict of numpy arrays, predict()'s keys, real examples only.
@@ -72,16 +59,15 @@ class ClassificationTask(task.Task):
       dict name -> float: eval_loss and loss (the mean example loss),
       eval_accuracy (classification) and each of metric_names.
     """
-    losses = outputs["per_example_loss"]
-    results = {"eval_loss": float(losses.mean()), "loss": float(losses.mean())}
     labels = outputs["label_ids"]
     if self.regression:
+      loss = float(outputs["per_example_loss"].mean())
       scores = outputs["logits"][:, 0]
-      for name in self.metric_names:
-        results[name] = getattr(metrics, name)(scores, labels)
-      return results
+      return dict({"eval_loss": loss, "loss": loss}, **{
+          name: getattr(metrics, name)(scores, labels)
+          for name in self.metric_names})
+    results = super().eval_results(outputs)
     predictions = outputs["logits"].argmax(-1)
-    results["eval_accuracy"] = metrics.accuracy(labels, predictions)
     for name in self.metric_names:
       results[name] = getattr(metrics, name)(labels, predictions)
     return results

@@ -1,6 +1,7 @@
 """extract_features' input: one example per line ("A ||| B" a pair), packed
 as [CLS] A [SEP] (B [SEP]); and the --layers it outputs."""
 
+import dataclasses
 import re
 
 from absl import logging
@@ -11,25 +12,23 @@ from runner_lib.core import errors
 from runner_lib.core.inputs import packing
 
 
-class InputExample(object):
+@dataclasses.dataclass(eq=False)
+class InputExample:
   """One input line: text_a and an optional text_b."""
 
-  def __init__(self, unique_id, text_a, text_b):
-    self.unique_id = unique_id
-    self.text_a = text_a
-    self.text_b = text_b
+  unique_id: int
+  text_a: str
+  text_b: object
 
-
-class InputFeatures(object):
+@dataclasses.dataclass(eq=False)
+class InputFeatures:
   """An example as model input; tokens are kept for the output."""
 
-  def __init__(self, unique_id, tokens, input_ids, input_mask, segment_ids):
-    self.unique_id = unique_id
-    self.tokens = tokens
-    self.input_ids = input_ids
-    self.input_mask = input_mask
-    self.segment_ids = segment_ids
-
+  unique_id: int
+  tokens: list
+  input_ids: list
+  input_mask: list
+  segment_ids: list
 
 def read_examples(input_file):
   """Yields an InputExample per line of input_file.

@@ -64,6 +64,25 @@ class NerTask(task.Task):
         predictions, self.max_seq_length),
             "loss_sum": loss_sum, "label_count": count}
 
+  def eval_results(self, outputs):
+    """eval_results.txt values from the dev set's tags.
+
+    Args:
+      outputs: dict: "gold" and "predicted", lists (per sentence) of lists
+        of IOB2 tags; "eval_loss", float, the mean loss over the labelled
+        pieces.
+
+    Returns:
+      dict: evaluation.eval_results' entity scores, and eval_loss.
+    """
+    # Here, not at the top: seqeval loads scikit-learn and SciPy (about a
+    # second), which the exports that build this task never use.
+    from runner_lib.ner import evaluation  # pylint: disable=g-import-not-at-top
+    results = evaluation.eval_results(outputs["gold"], outputs["predicted"],
+                                      self.label_list)
+    results["eval_loss"] = outputs["eval_loss"]
+    return results
+
 
 @task.register("ner_features")
 class FeatureBasedNerTask(NerTask):

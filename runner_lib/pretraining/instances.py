@@ -12,6 +12,7 @@ No TensorFlow here: sharding.py's worker processes import only this.
 
 import array
 import collections
+import dataclasses
 import mmap
 import random
 import struct
@@ -48,17 +49,15 @@ class MaskingVocab(object):
       self.is_continuation[index] = token.startswith("##")
 
 
-class TrainingInstance(object):
+@dataclasses.dataclass(eq=False)
+class TrainingInstance:
   """One sentence pair with its masks; tokens and labels are vocab ids."""
 
-  def __init__(self, tokens, segment_ids, masked_lm_positions,
-               masked_lm_labels, is_random_next):
-    self.tokens = tokens
-    self.segment_ids = segment_ids
-    self.masked_lm_positions = masked_lm_positions
-    self.masked_lm_labels = masked_lm_labels
-    self.is_random_next = is_random_next
-
+  tokens: list
+  segment_ids: list
+  masked_lm_positions: list
+  masked_lm_labels: list
+  is_random_next: bool
 
 def random_truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
   """Truncates a pair in place, from the front or back of the longer one.

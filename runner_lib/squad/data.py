@@ -1,6 +1,7 @@
 """SQuAD JSON to examples: the original's whitespace words, answers located
 in them, and checks that name the place of a malformed entry."""
 
+import dataclasses
 import json
 
 from absl import logging
@@ -11,7 +12,8 @@ from runner_lib.core.inputs import text_input
 import tokenization
 
 
-class SquadExample(object):
+@dataclasses.dataclass(eq=False)
+class SquadExample:
   """One question on one paragraph.
 
   doc_tokens are the paragraph's whitespace-separated words (shared by all
@@ -19,15 +21,13 @@ class SquadExample(object):
   holding the answer (training only; -1 for an impossible question).
   """
 
-  def __init__(self, qas_id, question_text, doc_tokens, orig_answer_text=None,
-               start_position=None, end_position=None, is_impossible=False):
-    self.qas_id = qas_id
-    self.question_text = question_text
-    self.doc_tokens = doc_tokens
-    self.orig_answer_text = orig_answer_text
-    self.start_position = start_position
-    self.end_position = end_position
-    self.is_impossible = is_impossible
+  qas_id: str
+  question_text: str
+  doc_tokens: list
+  orig_answer_text: object = None
+  start_position: object = None
+  end_position: object = None
+  is_impossible: bool = False
 
   def __repr__(self):
     return "qas_id: %s, question_text: %s, doc_tokens: [%s]" % (

@@ -3,6 +3,7 @@ to WordPieces, sliding windows with each token's max-context window, and
 the original's records."""
 
 import collections
+import dataclasses
 
 from absl import logging
 import numpy as np
@@ -26,7 +27,8 @@ SPECIAL_TOKENS = 3
 MAX_CONTEXT_LENGTH_WEIGHT = 0.01
 
 
-class InputFeatures(object):
+@dataclasses.dataclass(eq=False)
+class InputFeatures:
   """One window of an example: [CLS] question [SEP] context window [SEP].
 
   token_to_orig_map and token_is_max_context are keyed by position in
@@ -34,23 +36,18 @@ class InputFeatures(object):
   tokens (training only; 0 for [CLS] when the answer is not in the window).
   """
 
-  def __init__(self, unique_id, example_index, doc_span_index, tokens,
-               token_to_orig_map, token_is_max_context, input_ids, input_mask,
-               segment_ids, start_position=None, end_position=None,
-               is_impossible=None):
-    self.unique_id = unique_id
-    self.example_index = example_index
-    self.doc_span_index = doc_span_index
-    self.tokens = tokens
-    self.token_to_orig_map = token_to_orig_map
-    self.token_is_max_context = token_is_max_context
-    self.input_ids = input_ids
-    self.input_mask = input_mask
-    self.segment_ids = segment_ids
-    self.start_position = start_position
-    self.end_position = end_position
-    self.is_impossible = is_impossible
-
+  unique_id: int
+  example_index: int
+  doc_span_index: int
+  tokens: list
+  token_to_orig_map: dict
+  token_is_max_context: dict
+  input_ids: list
+  input_mask: list
+  segment_ids: list
+  start_position: object = None
+  end_position: object = None
+  is_impossible: object = None
 
 DocSpan = collections.namedtuple("DocSpan", ["start", "length"])
 

@@ -5,6 +5,7 @@ import tensorflow as tf
 import modeling
 from runner_lib.core.training import losses
 from runner_lib.core.training import task
+from runner_lib.squad import evaluation
 from runner_lib.squad import features
 
 
@@ -59,3 +60,16 @@ class SquadTask(task.Task):
     return {"unique_ids": batch["unique_ids"],
             "start_logits": tf.cast(start_logits, tf.float32),
             "end_logits": tf.cast(end_logits, tf.float32)}
+
+  def eval_results(self, outputs):
+    """The official scores of the answers (evaluation.evaluate).
+
+    Args:
+      outputs: dict: "data", the SQuAD file's "data" list; "predictions",
+        predictions.Predictions; "version_2_with_negative", bool.
+
+    Returns:
+      dict of scores, or None where the file has no answers (a test set).
+    """
+    return evaluation.evaluate(outputs["data"], outputs["predictions"],
+                               outputs["version_2_with_negative"])

@@ -6,6 +6,7 @@ rarely, line breaks), so they are read with the csv module.
 """
 
 import csv
+import dataclasses
 import io
 import os
 
@@ -20,7 +21,8 @@ TEST_HEADER = HEADER[:-1]
 TRAIN, DEV, TEST = "train.csv", "val.csv", "test.csv"
 
 
-class SwagExample(object):
+@dataclasses.dataclass(eq=False)
+class SwagExample:
   """One SWAG question: a context, the start of the next sentence and four
   endings for it.
 
@@ -32,13 +34,11 @@ class SwagExample(object):
     label: int in [0, NUM_CHOICES), or None (test.csv).
   """
 
-  def __init__(self, swag_id, context_sentence, start_ending, endings,
-               label=None):
-    self.swag_id = swag_id
-    self.context_sentence = context_sentence
-    self.start_ending = start_ending
-    self.endings = endings
-    self.label = label
+  swag_id: str
+  context_sentence: str
+  start_ending: str
+  endings: list
+  label: object = None
 
   def __repr__(self):
     return "SwagExample(%r, %r, %r, %r, %r)" % (

@@ -10,8 +10,12 @@ nothing in the core changes.
 
 import abc
 
+import tensorflow as tf
+
 import modeling
 from runner_lib.core import errors
+from runner_lib.core.training import losses
+from runner_lib.core.training import metrics
 
 _TASKS = {}
 
@@ -113,12 +117,66 @@ class Task(abc.ABC):
     raise NotImplementedError("%s has no predict outputs." %
                               type(self).__name__)
 
+  def eval_results(self, outputs):
+    """What eval_results.txt holds: the one evaluation hook, which every
+    runner calls on what its evaluation of the dev set gave (the runner
+    then writes it with runner.write_eval_results, global_step added).
+
+    Args:
+      outputs: the evaluation's outputs, as the task's runner makes them:
+        predict()'s outputs over the dev set (numpy arrays, real examples
+        only), metrics()'s means, or post-processed answers or tags (the
+        subclass says).
+
+    Returns:
+      dict name -> float; None where there is nothing to score against
+      (a test set).
+    """
+    raise NotImplementedError("%s has no evaluation." % type(self).__name__)
+
   @property
   def new_variables(self):
     """Original names of the head variables a pre-trained checkpoint may
     lack (they start from their initializers), as a tuple of str."""
     return tuple(name for head in self.HEADS
                  for name in modeling.head_variable_names(head))
+
+
+class LabelTask(Task):
+  """A task whose model gives each example logits [B, K] and whose records
+  give it label_ids [B]: the original's loss is the mean cross-entropy,
+  and evaluation reports accuracy and that loss."""
+
+  def per_example_loss(self, logits, labels):
+    """Cross-entropy of each example, float32 [B]."""
+    return losses.cross_entropy(logits, labels)
+
+  def loss(self, model, batch, training):
+    """The mean of per_example_loss."""
+    logits = model(batch, training=training)
+    return tf.reduce_mean(self.per_example_loss(logits, batch["label_ids"]))
+
+  def predict(self, model, batch):
+    """Logits [B, K] (float32), the labels and each example's loss."""
+    logits = tf.cast(model(batch, training=False), tf.float32)
+    return {"logits": logits, "label_ids": batch["label_ids"],
+            "per_example_loss": self.per_example_loss(logits,
+                                                      batch["label_ids"])}
+
+  def eval_results(self, outputs):
+    """eval_results.txt values from predict()'s outputs over the dev set.
+
+    Args:
+      outputs: dict of numpy arrays, predict()'s keys, real examples only.
+
+    Returns:
+      dict: eval_accuracy, and eval_loss and loss (both the mean example
+      loss, as the original's Estimator reports them).
+    """
+    loss = float(outputs["per_example_loss"].mean())
+    return {"eval_accuracy": metrics.accuracy(
+        outputs["label_ids"], outputs["logits"].argmax(-1)),
+            "eval_loss": loss, "loss": loss}
 
 
 def register(name):
