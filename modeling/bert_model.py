@@ -33,8 +33,8 @@ class BertModel(keras.Model):
   """
 
   def __init__(self, config, use_one_hot_embeddings=False, seed=None,
-               causal_attention=False, skip_padding=False,
-               gradient_checkpointing=False, name="bert", options=None,
+               causal_attention=False, skip_padding=None,
+               gradient_checkpointing=None, name="bert", options=None,
                **kwargs):
     """Creates the model and all its weights.
 
@@ -45,18 +45,17 @@ class BertModel(keras.Model):
         random module, which tf_keras.utils.set_random_seed seeds).
       causal_attention: bool; each position attends only to itself and
         earlier ones (the paper's left-to-right LM ablation), not both ways.
-      skip_padding: bool; the layers' dense parts (projections,
-        feed-forward, LayerNorm) run on the real tokens' rows only and
-        every output is zero at padding positions, where the original's
-        outputs are values of no use. The real positions' outputs are the
-        same to float32 rounding. An attribute: a runner may set it before
-        the first call is traced. Not for XLA or TPUs (the number of real
-        tokens is known only at run time).
-      gradient_checkpointing: bool; in training, each Transformer layer
-        keeps only its input for the backward pass and computes the rest
-        again there (TransformerLayer's recompute): less memory, about a
-        third more arithmetic, the same numbers. An attribute, like
-        skip_padding.
+      skip_padding: bool, or None for options.skip_padding; the layers'
+        dense parts (projections, feed-forward, LayerNorm) run on the real
+        tokens' rows only and every output is zero at padding positions,
+        where the original's outputs are values of no use. The real
+        positions' outputs are the same to float32 rounding. Not for XLA
+        or TPUs (the number of real tokens is known only at run time).
+      gradient_checkpointing: bool, or None for
+        options.gradient_checkpointing; in training, each Transformer
+        layer keeps only its input for the backward pass and computes the
+        rest again there (TransformerLayer's recompute): less memory, about
+        a third more arithmetic, the same numbers.
       name: Keras name.
       options: a modeling.ComputeOptions (what the layers compute in), or
         None for the default, the original's float32 arithmetic through
@@ -66,9 +65,12 @@ class BertModel(keras.Model):
     super().__init__(name=name, **kwargs)
     self.config = config
     self.causal_attention = causal_attention
-    self.skip_padding = skip_padding
-    self.gradient_checkpointing = gradient_checkpointing
     self.options = options_lib.resolve(options)
+    self.skip_padding = (self.options.skip_padding if skip_padding is None
+                         else skip_padding)
+    self.gradient_checkpointing = (
+        self.options.gradient_checkpointing
+        if gradient_checkpointing is None else gradient_checkpointing)
     if seed is None:
       seed = random.getrandbits(30)
     # The embeddings' and layers' dropouts take seed .. seed + 2L; a task

@@ -84,14 +84,18 @@ def get_activation(activation_string):
   return activations[act]
 
 
-def matmul(a, b, dtype=tf.float32, **kwargs):
-  """tf.matmul(a, b, **kwargs) computed in dtype (a layer's matmul_dtype);
-  the product has a's dtype. Plain tf.matmul where dtype is float32 or a's
-  (under a Keras mixed policy a is already in the compute type)."""
-  if dtype in (tf.float32, a.dtype):
-    return tf.matmul(a, b, **kwargs)
-  return tf.cast(tf.matmul(tf.cast(a, dtype), tf.cast(b, dtype), **kwargs),
-                 a.dtype)
+def matmul(a, b, dtype=tf.float32, output_dtype=None, **kwargs):
+  """tf.matmul(a, b, **kwargs) computed in dtype (a layer's matmul_dtype):
+  the one way every matmul here takes its type. Each operand is cast to
+  dtype where it is not in it; float32 means a's own type (under a Keras
+  mixed policy a is already in the compute type). The product comes back
+  in output_dtype, None: a's dtype (a bfloat16 product that only feeds
+  another matmul or a fused kernel stays bfloat16 with output_dtype=dtype).
+  """
+  if dtype == tf.float32:
+    dtype = a.dtype
+  product = tf.matmul(tf.cast(a, dtype), tf.cast(b, dtype), **kwargs)
+  return tf.cast(product, output_dtype or a.dtype)
 
 
 class Dense(keras.layers.Dense):
@@ -166,8 +170,8 @@ class Dense(keras.layers.Dense):
 
   def product(self, rows):
     """[N, in] -> [N, units] in matmul_dtype, without the bias."""
-    return tf.matmul(tf.cast(rows, self.matmul_dtype),
-                     tf.cast(self.kernel, self.matmul_dtype))
+    return matmul(rows, self.kernel, self.matmul_dtype,
+                  output_dtype=self.matmul_dtype)
 
   def bias_activation(self, product):
     """The product in float32, the bias added, the activation applied."""
@@ -529,13 +533,13 @@ class SelfAttention(keras.layers.Layer):
     scale = 1.0 / math.sqrt(float(self.size_per_head))
     if self.fused_softmax:
       dtype = self.matmul_dtype
-      scores = tf.matmul(tf.cast(query, dtype), tf.cast(key, dtype),
-                         transpose_b=True)  # [B, N, F, T], matmul_dtype
+      scores = matmul(query, key, dtype, output_dtype=dtype,
+                      transpose_b=True)  # [B, N, F, T], matmul_dtype
       probs = fused_kernels.attention_softmax(
           scores, attention_mask, scale, self.dropout.rate,
           self.dropout.mask_seed(training, dropout_seed))
       # [B, N, F, D], matmul_dtype: the attention output's matmul operand.
-      context = tf.matmul(probs, tf.cast(value, dtype))
+      context = matmul(probs, value, dtype, output_dtype=dtype)
     else:
       # [B, N, F, T]. Scaled after the product, in the original's order.
       scores = matmul(query, key, self.matmul_dtype, transpose_b=True)

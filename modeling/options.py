@@ -1,9 +1,12 @@
-"""ComputeOptions: what a model's layers compute in, given to them when
-they are made (BertModel's options argument), never read from a global.
+"""ComputeOptions: what a model's layers compute in and how its encoder
+runs, given to them when they are made (BertModel's options argument),
+never read from a global.
 
 The default is the original's arithmetic through TensorFlow's own ops:
-float32 matmuls, no fused kernel. runner_lib.core.training.precision turns
---precision and --fused_kernels into the options of a run.
+float32 matmuls, no fused kernel, every position computed. runner_lib.core.
+training.precision turns --precision and --fused_kernels into the options
+of a run, resolved once: a fused kernel is in `kernels` only where the
+library is built and loaded here.
 """
 
 import dataclasses
@@ -35,13 +38,26 @@ class ComputeOptions:
       where it only feeds another matmul and a fused kernel rounds it
       once). Weights and everything elementwise stay float32.
     kernels: frozenset of names from KERNELS, the fused CPU kernels the
-      layers use where the library is built; empty: TensorFlow's own ops
-      only. For training on CPUs without XLA; never in an exported graph
-      (it must load where the library is absent).
+      layers (and the optimizer) use; empty: TensorFlow's own ops only.
+      Resolved when the options are made: where the library is not built
+      (fused_kernels.available, which warns once), none. For training on
+      CPUs without XLA; never in an exported graph (it must load where
+      the library is absent).
+    keras_policy: str, the Keras dtype policy the model is built under
+      (Task.model_builder scopes it): "float32", or on GPUs and TPUs
+      "mixed_bfloat16" or "mixed_float16" (every layer's compute in that
+      type, Keras' own casts).
+    skip_padding: bool, BertModel's: the encoder computes on real tokens
+      only.
+    gradient_checkpointing: bool, BertModel's: each Transformer layer
+      recomputes its activations for the backward pass.
   """
 
   matmul_dtype: tf.DType = tf.float32
   kernels: frozenset = frozenset()
+  keras_policy: str = "float32"
+  skip_padding: bool = False
+  gradient_checkpointing: bool = False
 
   def __post_init__(self):
     object.__setattr__(self, "matmul_dtype", tf.as_dtype(self.matmul_dtype))
@@ -50,11 +66,13 @@ class ComputeOptions:
     if unknown:
       raise ValueError("Unknown fused kernels %s (expected some of %s)" %
                        (sorted(unknown), ", ".join(KERNELS)))
+    if self.kernels and not fused_kernels.available():
+      object.__setattr__(self, "kernels", frozenset())
 
   def uses(self, kernel):
-    """Whether the layers use the fused kernel named kernel: chosen, and
-    the library built and loaded here."""
-    return kernel in self.kernels and fused_kernels.available()
+    """Whether the layers (or the optimizer) use the fused kernel named
+    kernel."""
+    return kernel in self.kernels
 
   def without_kernels(self):
     """These options with no fused kernel (TensorFlow's own ops)."""

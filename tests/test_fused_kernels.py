@@ -378,12 +378,15 @@ def three_steps(kernels, matmul_dtype, skip_padding):
   batch["label_ids"] = tf.constant([0, 1, 0])
   task = classifier_task.ClassificationTask(config, 11, ["0", "1"])
   keras.utils.set_random_seed(8)
+  options = modeling.ComputeOptions(matmul_dtype, kernels)
   trainer = training.Trainer(
       tf.distribute.get_strategy(),
-      task.model_builder(skip_padding, options=modeling.ComputeOptions(
-          matmul_dtype, kernels)), task.loss, training.TrainingConfig(
-              output_dir=tempfile.mkdtemp(), learning_rate=1e-2,
-              num_train_steps=10, num_warmup_steps=1))
+      task.model_builder(skip_padding, options=options), task.loss,
+      training.TrainingConfig(
+          output_dir=tempfile.mkdtemp(), learning_rate=1e-2,
+          num_train_steps=10, num_warmup_steps=1,
+          # The optimizer's kernel where the options hold it, as a run's.
+          update=precision.optimizer_update(options, "float32")))
   start = [w.numpy() for w in trainer.model.weights]
   step = tf.function(lambda: trainer.train_step(batch))
   losses = [float(step()) for _ in range(3)]
@@ -453,8 +456,8 @@ def test_adam_weight_decay_is_the_originals_update_bit_for_bit(kernels):
     weights = {name: tf.Variable(np.random.RandomState(11).randn(*shape)
                                  .astype(np.float32))
                for name, shape in shapes.items()}
-    optimizer = optimization.AdamWeightDecay(weights,
-                                             fused_kernel=fused_kernel)
+    optimizer = optimization.AdamWeightDecay(
+        weights, update="kernel" if fused_kernel else "exact")
     step = tf.function(optimizer.apply_gradients)
     for i, scale in enumerate((1.0, 1e-8, 0.0, 1e4)):
       grads = [tf.constant(rng.randn(*shape).astype(np.float32) * scale)
@@ -612,13 +615,14 @@ def test_training_chooses_them_and_xla_serving_and_gpus_do_not(monkeypatch):
   monkeypatch.setattr(precision, "_accelerated", lambda: False)
   try:
     for name, dtype in (("float32", tf.float32), ("bfloat16", tf.bfloat16)):
-      assert precision.set_policy(name) == modeling.ComputeOptions(dtype, ALL)
+      assert precision.training_options(name) == modeling.ComputeOptions(
+          dtype, ALL)
       for off in (dict(jit_compile=True), dict(fused_kernels=False)):
-        assert not precision.set_policy(name, **off).kernels
+        assert not precision.training_options(name, **off).kernels
       assert not precision.prediction_options(name).kernels  # Serving.
     monkeypatch.setattr(precision, "_accelerated", lambda: True)
     for name in ("float32", "bfloat16"):
-      assert not precision.set_policy(name).kernels
+      assert not precision.training_options(name).kernels
   finally:
     keras.mixed_precision.set_global_policy("float32")
 
@@ -639,7 +643,8 @@ def test_xla_refuses_a_model_with_them_and_runs_one_without(kernels):
             num_train_steps=10, num_warmup_steps=1, jit_compile=True))
   trainer = training.Trainer(
       tf.distribute.get_strategy(), task.model_builder(
-          False, options=precision.set_policy("bfloat16", jit_compile=True)),
+          False, options=precision.training_options("bfloat16",
+                                                    jit_compile=True)),
       task.loss, training.TrainingConfig(
           output_dir=tempfile.mkdtemp(), learning_rate=1e-3,
           num_train_steps=10, num_warmup_steps=1, jit_compile=True))

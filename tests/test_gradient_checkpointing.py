@@ -145,7 +145,7 @@ from runner_lib.classifier import task as classifier_task
 from runner_lib.core import training
 from runner_lib.core.inputs import input_pipeline
 from runner_lib.core.training import precision
-options = precision.set_policy(settings["precision"], settings["xla"])
+options = precision.training_options(settings["precision"], settings["xla"])
 config = modeling.BertConfig(**settings["config"])
 task = classifier_task.ClassificationTask(config, 64, ["0", "1"])
 trim = task.sequence_features(True) if settings["trim"] else ()
@@ -161,7 +161,8 @@ for recompute in (False, True):
           num_train_steps=4, num_warmup_steps=1,
           jit_compile=settings["xla"],
           gradient_accumulation_steps=settings["accumulation"],
-          fused_update=settings["precision"] != "float32"))
+          update=precision.optimizer_update(options,
+                                            settings["precision"])))
   trainer.train(input_pipeline.training_dataset_fn(
       [settings["path"]], task.name_to_features(True),
       8 // strategy.num_replicas_in_sync, 3, trim=trim), 8)

@@ -181,23 +181,45 @@ def bfloat16_bound(layers):
   return layers * np.sqrt(ROUNDINGS_PER_LAYER / 3.0) * BFLOAT16_U
 
 
-def test_set_policy_on_a_cpu():
+def test_training_options_on_a_cpu():
   assert not tf.config.list_physical_devices("GPU")
   kernels = frozenset(options_lib.KERNELS)
-  try:
-    # bfloat16 matmuls, Keras' float32 policy: the rest stays float32.
-    assert precision.set_policy("bfloat16") == modeling.ComputeOptions(
-        tf.bfloat16, kernels)
-    assert tf_keras.mixed_precision.global_policy().name == "float32"
-    assert precision.set_policy("bfloat16", fused_kernels=False) == (
-        modeling.ComputeOptions(tf.bfloat16))
-    assert precision.set_policy("float16") == modeling.ComputeOptions()
-    assert tf_keras.mixed_precision.global_policy().name == "mixed_float16"
-    assert precision.set_policy("float32") == modeling.ComputeOptions(
-        tf.float32, kernels)
-    assert tf_keras.mixed_precision.global_policy().name == "float32"
-    # XLA cannot compile a custom op.
-    assert precision.set_policy("float32", jit_compile=True) == (
-        modeling.ComputeOptions())
-  finally:
-    tf_keras.mixed_precision.set_global_policy("float32")
+  # bfloat16 matmuls, Keras' float32 policy: the rest stays float32.
+  assert precision.training_options("bfloat16") == modeling.ComputeOptions(
+      tf.bfloat16, kernels)
+  assert precision.training_options("bfloat16", fused_kernels=False) == (
+      modeling.ComputeOptions(tf.bfloat16))
+  assert precision.training_options("float16") == modeling.ComputeOptions(
+      keras_policy="mixed_float16")
+  assert precision.training_options("float32") == modeling.ComputeOptions(
+      tf.float32, kernels)
+  # XLA cannot compile a custom op.
+  assert precision.training_options("float32", jit_compile=True) == (
+      modeling.ComputeOptions())
+  # Nothing global is set: the policy is the model builder's, in a scope.
+  assert tf_keras.mixed_precision.global_policy().name == "float32"
+
+
+def test_a_mixed_policy_is_the_models_not_the_processes():
+  config = modeling.BertConfig(
+      vocab_size=30, hidden_size=8, num_hidden_layers=1,
+      num_attention_heads=2, intermediate_size=16,
+      max_position_embeddings=16)
+  task = pretraining.PretrainingTask(config, 16, 4)
+  model = task.model_builder(False, options=precision.training_options(
+      "float16"))()
+  assert tf_keras.mixed_precision.global_policy().name == "float32"
+  assert model.bert.encoder_layers[0].compute_dtype == "float16"
+  assert model.bert.encoder_layers[0].dtype == "float32"  # the weights
+  assert not precision.computes_in_float32(model.bert.options)
+
+
+def test_the_optimizer_update_of_a_run():
+  kernels = modeling.ComputeOptions(kernels=options_lib.KERNELS)
+  plain = modeling.ComputeOptions()
+  assert precision.optimizer_update(plain, "float32") == "exact"
+  assert precision.optimizer_update(plain, "bfloat16") == "fused"
+  assert precision.optimizer_update(plain, "bfloat16",
+                                    fused_kernels=False) == "exact"
+  assert precision.optimizer_update(kernels, "float32") == (
+      "kernel" if kernels.kernels else "exact")

@@ -128,7 +128,8 @@ def test_optimizer_matches_numpy(name, corrected, fused):
         "bert/x/bias": rng.randn(2).astype(np.float32),
         "bert/x/LayerNorm/gamma": rng.randn(2).astype(np.float32)}
   variables = {k: tf.Variable(v) for k, v in w0.items()}
-  optimizer = optimization.OPTIMIZERS[name](variables, fused=fused)
+  optimizer = optimization.OPTIMIZERS[name](
+      variables, update="fused" if fused else "exact")
   np_w = {k: v.astype(np.float64) for k, v in w0.items()}
   m = {k: 0.0 for k in w0}
   v = {k: 0.0 for k in w0}

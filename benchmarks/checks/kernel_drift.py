@@ -41,6 +41,7 @@ import modeling
 from modeling import fused_kernels
 from modeling import options as options_lib
 from runner_lib.core import training
+from runner_lib.core.training import precision
 from runner_lib.pretraining import task as pretraining
 
 FLAGS = flags.FLAGS
@@ -69,7 +70,7 @@ def train(kernels):
       training.TrainingConfig(
           output_dir=tempfile.mkdtemp(), learning_rate=LEARNING_RATE,
           num_train_steps=1000, num_warmup_steps=0,
-          fused_update=FLAGS.precision != "float32"))
+          update=precision.optimizer_update(options, FLAGS.precision)))
   start = {n: v.numpy() for n, v in zip(trainer.names, trainer.trainable)}
   step = tf.function(lambda: trainer.train_step(batch))
   losses = [float(step()) for _ in range(FLAGS.steps)]

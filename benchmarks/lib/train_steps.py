@@ -18,6 +18,7 @@ import modeling
 from modeling import options as options_lib
 from runner_lib.classifier import task as classifier
 from runner_lib.core import training
+from runner_lib.core.training import precision
 from runner_lib.pretraining import task as pretraining
 from tests import reference
 
@@ -78,22 +79,28 @@ def make_batch(config, batch_size, seq_length, predictions):
 def _task_step(task, batch, jit_compile, matmul_dtype, kernels, schedule,
                skip_padding=False):
   """task's training step on batch as the runners build it on a CPU:
-  matmul_dtype as modeling.ComputeOptions' (the model built under Keras'
-  current global policy), other than float32 with the fused update;
-  without XLA every fused CPU kernel, or those named by kernels; schedule:
-  (learning rate, train steps, warm-up steps); skip_padding: the encoder
-  on real tokens only (Task.model_builder)."""
+  matmul_dtype as modeling.ComputeOptions' (the model built under the
+  Keras policy that is global as it is called: a benchmark's mixed
+  variants set it), the optimizer's update as a run's
+  (precision.optimizer_update); without XLA every fused CPU kernel, or
+  those named by kernels; schedule: (learning rate, train steps, warm-up
+  steps); skip_padding: the encoder on real tokens only
+  (Task.model_builder)."""
   if kernels is None:
     kernels = () if jit_compile else options_lib.KERNELS
   learning_rate, num_train_steps, num_warmup_steps = schedule
+  options = modeling.ComputeOptions(
+      matmul_dtype, kernels,
+      keras_policy=tf_keras.mixed_precision.global_policy().name)
   trainer = training.Trainer(
       tf.distribute.get_strategy(), task.model_builder(
-          skip_padding, options=modeling.ComputeOptions(matmul_dtype,
-                                                        kernels)),
+          skip_padding, options=options),
       task.loss, training.TrainingConfig(
           output_dir=tempfile.mkdtemp(), learning_rate=learning_rate,
           num_train_steps=num_train_steps, num_warmup_steps=num_warmup_steps,
-          jit_compile=jit_compile, fused_update=matmul_dtype != tf.float32))
+          jit_compile=jit_compile, update=precision.optimizer_update(
+              options, "float32" if matmul_dtype == tf.float32 else
+              "bfloat16")))
   return tf.function(lambda: trainer.train_step(batch))
 
 

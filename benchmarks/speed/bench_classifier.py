@@ -77,7 +77,7 @@ def steps(config, batch, precision):
     tf.config.optimizer.set_experimental_options(
         {"auto_mixed_precision_onednn_bfloat16": True})
   compute = tf.bfloat16 if precision == "bfloat16" else tf.float32
-  # As the runners' --precision on a CPU (precision.set_policy): every
+  # As the runners' --precision on a CPU (precision.training_options): every
   # fused kernel, none in a step XLA compiles.
   ours = train_steps.classifier_step(config, batch, FLAGS.jit_compile,
                                      compute)

@@ -168,7 +168,7 @@ def child(point):
   def ours(recompute):
     options = modeling.ComputeOptions()
     if precision == "mixed_bfloat16":
-      tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")
+      options = modeling.ComputeOptions(keras_policy="mixed_bfloat16")
     elif precision == "bfloat16":
       options = modeling.ComputeOptions(tf.bfloat16)
     import tempfile  # pylint: disable=g-import-not-at-top
@@ -179,7 +179,7 @@ def child(point):
         task.loss, training.TrainingConfig(
             output_dir=tempfile.mkdtemp(), learning_rate=2e-5,
             num_train_steps=10000, num_warmup_steps=100,
-            fused_update=precision != "float32"))
+            update="exact" if precision == "float32" else "fused"))
     return tf.function(lambda: trainer.train_step(batch))
 
   def theirs():

@@ -66,8 +66,8 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
     outdir_lock.OutputDirLockedError: another run trains in --output_dir.
   """
   tf_keras.utils.set_random_seed(FLAGS.seed)
-  options = precision.set_policy(FLAGS.precision, FLAGS.use_xla,
-                                 FLAGS.fused_kernels)
+  options = precision.training_options(FLAGS.precision, FLAGS.use_xla,
+                                      FLAGS.fused_kernels)
   logging.info("Fused CPU kernels: %s.",
                "on" if precision.kernels_on(options) else "off")
   tf.io.gfile.makedirs(FLAGS.output_dir)
@@ -92,8 +92,10 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
           gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
           optimizer=FLAGS.optimizer,
           loss_scaling=FLAGS.precision == "float16",
-          # float32 keeps the original's rounding, op for op.
-          fused_update=FLAGS.precision != "float32" and FLAGS.fused_kernels))
+          # float32 keeps the original's rounding (op for op, or the
+          # kernel's bit-identical pass).
+          update=precision.optimizer_update(options, FLAGS.precision,
+                                            FLAGS.fused_kernels)))
 
 
 def finetuning_trainer(strategy, task, num_train_examples):

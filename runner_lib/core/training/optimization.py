@@ -25,6 +25,9 @@ from modeling import fused_kernels
 # Names (original checkpoint names) that get no weight decay.
 EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 
+# AdamWeightDecay's ways to update a weight (its update argument).
+UPDATES = ("exact", "kernel", "fused")
+
 
 def _scaled(grad, grad_scale):
   """grad in float32, times grad_scale where there is one (the multiply of
@@ -88,7 +91,7 @@ class AdamWeightDecay(tf.Module):
   def __init__(self, named_variables, weight_decay_rate=0.01, beta_1=0.9,
                beta_2=0.999, epsilon=1e-6,
                exclude_from_weight_decay=EXCLUDE_FROM_WEIGHT_DECAY,
-               fused=False, fused_kernel=False):
+               update="exact"):
     """Creates the slots.
 
     Args:
@@ -98,18 +101,19 @@ class AdamWeightDecay(tf.Module):
       beta_2: float.
       epsilon: float.
       exclude_from_weight_decay: regexes; matching names get no decay.
-      fused: bool, this class's update in one kernel per weight (_fused_step)
-        instead of the original's op-by-op float32 arithmetic: the same
-        formula, rounded otherwise. Subclasses ignore it.
-      fused_kernel: bool, the update in modeling/fused_kernels.py's CPU
-        kernel where it is built: the original's float32 arithmetic, bit
-        for bit, in one pass over each weight and its slots (training on
-        CPUs without XLA: ComputeOptions "adam_weight_decay"). Before
-        `fused`. Subclasses ignore it.
+      update: one of UPDATES: "exact", the original's op-by-op float32
+        arithmetic; "kernel", modeling/fused_kernels.py's CPU kernel, the
+        same arithmetic bit for bit in one pass over each weight and its
+        slots ("exact" where the library is not built); "fused", the same
+        formula in two passes (_fused_step), rounded otherwise.
+        Subclasses ignore it.
     """
     super().__init__(name=type(self).__name__)
-    self.fused = fused
-    self.fused_kernel = fused_kernel
+    if update not in UPDATES:
+      raise ValueError("update=%r: one of %s." % (update, ", ".join(UPDATES)))
+    if update == "kernel" and not fused_kernels.available():
+      update = "exact"  # the same numbers
+    self.update = update
     self.names = list(named_variables)
     self.variables_by_name = dict(named_variables)
     self.weight_decay_rate = weight_decay_rate
@@ -198,7 +202,7 @@ class AdamWeightDecay(tf.Module):
   def _step(self, variable, grad, m, v, learning_rate, step, decay,
             grad_scale=None):
     del step  # no bias correction
-    if self.fused_kernel and fused_kernels.available():
+    if self.update == "kernel":
       update = fused_kernels.adam_weight_decay(
           variable, m, v, tf.cast(grad, tf.float32), learning_rate,
           self.beta_1, self.beta_2, self.epsilon,
@@ -206,7 +210,7 @@ class AdamWeightDecay(tf.Module):
       with tf.control_dependencies([] if update is None else [update]):
         return tf.constant(True)
     grad = _scaled(grad, grad_scale)
-    if self.fused:
+    if self.update == "fused":
       return self._fused_step(variable, grad, m, v, learning_rate, decay)
     # The original's float32 arithmetic, op for op (a fused kernel rounds
     # differently).

@@ -2,6 +2,8 @@
 mixed policies elsewhere), and a warning where bfloat16 has no hardware to
 run on."""
 
+import contextlib
+
 from absl import logging
 import tensorflow as tf
 import tf_keras
@@ -86,9 +88,10 @@ def prediction_options(precision):
   return modeling.ComputeOptions()
 
 
-def set_policy(precision, jit_compile=False, fused_kernels=True):
-  """What --precision and --fused_kernels train in: Keras' global policy
-  set, and the options of the models to build.
+def training_options(precision, jit_compile=False, fused_kernels=True):
+  """What --precision and --fused_kernels train in: the options of the
+  models to build (Task.model_builder builds them under its Keras policy;
+  nothing global is set).
 
   Weights, optimizer state and checkpoints stay float32 whatever it is.
 
@@ -113,7 +116,6 @@ def set_policy(precision, jit_compile=False, fused_kernels=True):
   Returns:
     modeling.ComputeOptions.
   """
-  tf_keras.mixed_precision.set_global_policy("float32")
   if precision in ("float32", "bfloat16") and not _accelerated():
     kernels = options_lib.KERNELS if fused_kernels and not jit_compile else ()
     if precision == "bfloat16":
@@ -122,18 +124,47 @@ def set_policy(precision, jit_compile=False, fused_kernels=True):
     return modeling.ComputeOptions(tf.float32, kernels)
   if precision != "float32":
     # No bfloat16 warning here: a GPU or TPU has the units.
-    tf_keras.mixed_precision.set_global_policy("mixed_" + precision)
+    return modeling.ComputeOptions(keras_policy="mixed_" + precision)
   return modeling.ComputeOptions()
 
 
+def optimizer_update(options, precision, fused_kernels=True):
+  """step.TrainingConfig.update for a run: "kernel" where the options use
+  the optimizer's fused CPU kernel (the original's rounding, bit for bit);
+  else "fused" (TensorFlow's ApplyAdam: faster, rounded otherwise) where
+  the run is not float32 and may fuse; else "exact", the original's ops.
+
+  Args:
+    options: the run's modeling.ComputeOptions (training_options).
+    precision: --precision.
+    fused_kernels: bool, --fused_kernels.
+  """
+  if options.uses("adam_weight_decay"):
+    return "kernel"
+  if precision != "float32" and fused_kernels:
+    return "fused"
+  return "exact"
+
+
+@contextlib.contextmanager
+def keras_policy(name):
+  """Keras' global dtype policy set to name within, as it was after: the
+  layers made within take it (a layer reads the policy when it is made)."""
+  previous = tf_keras.mixed_precision.global_policy()
+  tf_keras.mixed_precision.set_global_policy(name)
+  try:
+    yield
+  finally:
+    tf_keras.mixed_precision.set_global_policy(previous)
+
+
 def kernels_on(options):
-  """Whether a model built with options runs fused CPU kernels: any
-  chosen, and the library built here."""
-  return any(options.uses(kernel) for kernel in options.kernels)
+  """Whether a model built with options runs fused CPU kernels."""
+  return bool(options.kernels)
 
 
 def computes_in_float32(options):
-  """Whether a model built now with options computes in float32
-  throughout: no bfloat16 matmuls, no Keras mixed policy."""
+  """Whether a model built with options computes in float32 throughout:
+  no bfloat16 matmuls, no Keras mixed policy."""
   return (options.matmul_dtype == tf.float32 and
-          tf_keras.mixed_precision.global_policy().compute_dtype == "float32")
+          options.keras_policy == "float32")

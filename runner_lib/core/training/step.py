@@ -51,11 +51,11 @@ class TrainingConfig:
       scaled up before the backward pass; a step whose gradients overflow
       is skipped (global_step does not move) and the scale halved; after
       LOSS_SCALE_PERIOD good steps it doubles.
-    fused_update: bool, the optimizer's fused kernel where it has one
-      (optimization.AdamWeightDecay's `fused`): faster, not the original's
-      float32 rounding, so for reduced-precision training only. Where
-      the model's options choose the CPU kernel "adam_weight_decay",
-      AdamWeightDecay uses that exact one instead.
+    update: how the optimizer updates a weight (optimization.UPDATES):
+      "exact", the original's float32 ops; "kernel", the fused CPU kernel
+      (the same numbers in one pass); "fused", TensorFlow's ApplyAdam
+      (faster, rounded otherwise: for reduced-precision training only).
+      precision.optimizer_update picks it for a run.
   """
   output_dir: str
   learning_rate: float
@@ -68,7 +68,7 @@ class TrainingConfig:
   gradient_accumulation_steps: int = 1
   optimizer: str = "adamw"
   loss_scaling: bool = False
-  fused_update: bool = False
+  update: str = "exact"
 
 
 def _numbers(grad):
@@ -211,7 +211,7 @@ class TrainStep(object):
       if config.jit_compile and self.options.kernels:
         raise ValueError(
             "XLA cannot compile the fused CPU kernels %s: build the model "
-            "with options without them (precision.set_policy with "
+            "with options without them (precision.training_options with "
             "jit_compile does)." % sorted(self.options.kernels))
       _check_all_mapped(self.model)
       # The model's trainable variables, not each variable's own flag: a
@@ -223,8 +223,7 @@ class TrainStep(object):
       self.names = list(weights)
       self.trainable = [weights[n] for n in self.names]
       self.optimizer = optimization.OPTIMIZERS[config.optimizer](
-          weights, fused=config.fused_update,
-          fused_kernel=self.options.uses("adam_weight_decay"))
+          weights, update=config.update)
       self.global_step = tf.Variable(
           0, dtype=tf.int64, trainable=False, name="global_step",
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)

@@ -9,13 +9,16 @@ nothing in the core changes.
 """
 
 import abc
+import dataclasses
 
 import tensorflow as tf
 
 import modeling
+from modeling import options as options_lib
 from runner_lib.core import errors
 from runner_lib.core.training import losses
 from runner_lib.core.training import metrics
+from runner_lib.core.training import precision
 
 _TASKS = {}
 
@@ -67,13 +70,17 @@ class Task(abc.ABC):
       options: a modeling.ComputeOptions, or None for the default.
 
     Returns:
-      A function of no arguments returning the model.
+      A function of no arguments returning the model, built under the
+      options' Keras dtype policy (a scope: the global one stays as it is).
     """
+    options = dataclasses.replace(
+        options_lib.resolve(options),
+        skip_padding=skip_padding and self.SKIP_PADDING,
+        gradient_checkpointing=gradient_checkpointing)
+
     def build_model():
-      model = self.build_model(options)
-      model.bert.skip_padding = skip_padding and self.SKIP_PADDING
-      model.bert.gradient_checkpointing = gradient_checkpointing
-      return model
+      with precision.keras_policy(options.keras_policy):
+        return self.build_model(options)
     return build_model
 
   @abc.abstractmethod
