@@ -43,6 +43,7 @@ from runner_lib.core.cli import flags as runner_flags
 from runner_lib.core.training import precision
 from runner_lib.ner import options as ner_options
 from runner_lib.serving import export
+from runner_lib.serving import hub
 from runner_lib.serving import modules
 from runner_lib.serving import openvino_model
 from runner_lib.serving import squad as squad_serving
@@ -116,7 +117,7 @@ def build_module(config, options):
     return modules.NerModule(
         task.model_builder(skip_padding=True, options=options)(), *common,
         task.label_list)
-  return modules.EncoderModule(modeling.BertModel(config, options=options),
+  return hub.EncoderModule(modeling.BertModel(config, options=options),
                                *common)
 
 
@@ -140,7 +141,7 @@ def main(_):
   if FLAGS.task == "preprocessor":
     # Only the vocab: check it as FullTokenizer does.
     tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
-    export.save(modules.PreprocessorModule(
+    export.save(hub.PreprocessorModule(
         FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length),
                 FLAGS.export_dir, FLAGS.overwrite)
     return

@@ -97,7 +97,7 @@ def write(module, export_dir, precision, instances=None, computes=None):
   saved after this call carries prepare and finish.
 
   Args:
-    module: a modules.ServingModule (or EncoderModule), weights loaded.
+    module: a modules.ServingModule (or hub.EncoderModule), weights loaded.
     export_dir: str, the SavedModel's directory (being written).
     precision: "bfloat16" or "int8".
     instances: for int8, the calibration instances (read_instances).
