@@ -170,10 +170,8 @@ def _serve(listener, parent_pipe):
     threads = _threads()
     if len(threads) > 1:
       # No fork: the client runs the script in a fresh interpreter.
-      _send_line(conn, {"fresh": "the script server has %d threads (%s), "
-                                 "and a fork copies only one" % (
-                                     len(threads), ", ".join(threads))})
-      conn.close()
+      _refuse(conn, "the script server has %d threads (%s), and a fork "
+              "copies only one" % (len(threads), ", ".join(threads)))
       continue
     if os.fork():
       conn.close()
@@ -203,6 +201,23 @@ def _serve(listener, parent_pipe):
       _send_line(conn, {"returncode": os.waitstatus_to_exitcode(status)})
     finally:
       os._exit(0)  # pylint: disable=protected-access
+
+
+def _refuse(conn, reason):
+  """Answers a request without forking: reads it whole first (a reply
+  before the client has sent it would break its pipe), closes the
+  descriptors it brought, and says why."""
+  fds = []
+  conn.settimeout(10)
+  try:
+    _receive_line(conn, fds)
+    _send_line(conn, {"fresh": reason})
+  except (OSError, EOFError, ValueError):
+    pass  # the client is gone: nothing to answer
+  finally:
+    for fd in fds:
+      os.close(fd)
+    conn.close()
 
 
 def _become(request):
