@@ -10,10 +10,11 @@
 #
 # DEMO_OUTPUT=DIR writes elsewhere than demo/output. DEMO_QUICK=1 runs the
 # same commands at a few steps each (tests/test_demo.py): a check that
-# every step runs, not a result.
+# every step runs, not a result. DEMO_PYTHON: the command that runs
+# Python (the tests' relay to a process that has imported TensorFlow).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON=.venv/bin/python
+PYTHON=${DEMO_PYTHON:-.venv/bin/python}
 OUT=${DEMO_OUTPUT:-demo/output}
 export TF_CPP_MIN_LOG_LEVEL=2
 mkdir -p "$OUT"

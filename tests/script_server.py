@@ -61,8 +61,11 @@ import warnings
 # project's (BERT_*, DEMO_*) and the data folders of the docs' commands
 # (GLUE_DIR, SQUAD_DIR, ...). Any other variable may be read as TensorFlow,
 # oneDNN, OpenMP, a BLAS or the C library loads.
-# GCE_METADATA_IP: the TPU client reads it when it looks a TPU up.
-_RUN_TIME = ("TF_CONFIG", "GCE_METADATA_IP", "PWD", "OLDPWD", "SHLVL", "_")
+# GCE_METADATA_IP: the TPU client reads it when it looks a TPU up;
+# SHARED_DATA: where the project's data sets live (tests/test_demo.py
+# points it at an empty folder).
+_RUN_TIME = ("TF_CONFIG", "GCE_METADATA_IP", "SHARED_DATA", "PWD", "OLDPWD",
+             "SHLVL", "_")
 _RUN_TIME_PREFIXES = ("BERT_", "DEMO_")
 _RUN_TIME_SUFFIXES = ("_DIR",)
 
