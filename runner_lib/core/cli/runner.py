@@ -69,7 +69,7 @@ def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
   options = precision.training_options(FLAGS.precision, FLAGS.use_xla,
                                       FLAGS.fused_kernels)
   logging.info("Fused CPU kernels: %s.",
-               "on" if precision.kernels_on(options) else "off")
+               "on" if options.kernels else "off")
   tf.io.gfile.makedirs(FLAGS.output_dir)
   if not training.is_chief(strategy):
     fileio.leave_to_chief(FLAGS.output_dir)

@@ -158,11 +158,6 @@ def keras_policy(name):
     tf_keras.mixed_precision.set_global_policy(previous)
 
 
-def kernels_on(options):
-  """Whether a model built with options runs fused CPU kernels."""
-  return bool(options.kernels)
-
-
 def computes_in_float32(options):
   """Whether a model built with options computes in float32 throughout:
   no bfloat16 matmuls, no Keras mixed policy."""
