@@ -64,6 +64,15 @@ flags.DEFINE_enum("objective", "mlm_nsp", list(pretraining_task.OBJECTIVES),
                   "mlm_nsp: the original. mlm: masked LM only (the paper's "
                   "No NSP ablation). ltr: left-to-right LM with causal "
                   "attention, no NSP (the paper's LTR & No NSP).")
+flags.DEFINE_bool(
+    "skip_padding", True,
+    "The encoder's projections, feed-forward layers and LayerNorms compute "
+    "on the records' real tokens only (no pre-training loss reads a "
+    "padding position): the same losses and gradients as the padded step "
+    "to float32 rounding, faster where instances are short (each "
+    "document's last one; docs/training.md, Unpadded pre-training). Off "
+    "with --use_xla and on TPU, which need static shapes. false: every "
+    "position computed, as the original.")
 
 
 def check_flags():

@@ -3,7 +3,10 @@ sequence, the outputs those of the original's full-length batches."""
 
 import json
 import os
+import pathlib
+import random
 import sys
+import tempfile
 import types
 
 import numpy as np
@@ -19,11 +22,13 @@ from runner_lib.core.inputs import input_pipeline
 from runner_lib.core.inputs import tfrecord
 from runner_lib.core.training import predict
 from runner_lib.ner import task as ner_task
+from runner_lib.pretraining import instances as pretraining_instances
 from runner_lib.pretraining import task as pretraining_task
 from runner_lib.squad import task as squad_task
 from runner_lib.swag import task as swag_task
 from tests import conftest
 from tests import reference
+from tests import test_create_pretraining_data as cpd
 from tests.conftest import run_script
 from tests.conftest import run_scripts
 
@@ -95,9 +100,17 @@ def test_only_tasks_that_read_no_padding_skip_it():
   }
   skipping = {name for name, task in tasks.items()
               if task.model_builder(True)().bert.skip_padding}
-  assert skipping == {"classifier", "ner", "ner_features", "swag"}
+  assert skipping == {"classifier", "ner", "ner_features", "swag",
+                      "pretraining"}
   assert not any(task.model_builder(False)().bert.skip_padding
                  for task in tasks.values())
+
+
+class Flags(types.SimpleNamespace):
+  """Flag values, with absl's `name in FLAGS`."""
+
+  def __contains__(self, name):
+    return name in vars(self)
 
 
 def test_runners_skip_padding_only_when_trimmed_without_xla(monkeypatch):
@@ -105,12 +118,25 @@ def test_runners_skip_padding_only_when_trimmed_without_xla(monkeypatch):
   strategy = tf.distribute.get_strategy()
   for trim, xla, want in ((False, False, False), (True, True, False),
                           (True, False, True)):
-    monkeypatch.setattr(runner, "FLAGS", types.SimpleNamespace(
-        trim_padding=trim, use_xla=xla))
+    monkeypatch.setattr(runner, "FLAGS", Flags(trim_padding=trim,
+                                               use_xla=xla))
     assert runner.skips_padding(task, strategy) is want
   # Trimmed, no XLA, but the task reads the padding.
   assert runner.skips_padding(squad_task.SquadTask(CONFIG, 64),
                                     strategy) is False
+
+
+def test_pretraining_skips_padding_by_its_own_flag_without_xla(
+    monkeypatch):
+  """run_pretraining.py has no --trim_padding (its batches keep their
+  length): --skip_padding alone decides, and XLA still rules it out."""
+  task = pretraining_task.PretrainingTask(CONFIG, 64, 20)
+  strategy = tf.distribute.get_strategy()
+  for skip, xla, want in ((False, False, False), (True, True, False),
+                          (True, False, True)):
+    monkeypatch.setattr(runner, "FLAGS", Flags(skip_padding=skip,
+                                               use_xla=xla))
+    assert runner.skips_padding(task, strategy) is want
 
 
 def write_records(path, lengths, width, seed):
@@ -286,6 +312,95 @@ def test_training_skipping_padding_equals_trimmed_training_with_dropout(
   assert moved > 1e-3
   for a, b in zip(*weights):
     np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def short_pretraining_batch(batch_size=16, seq_length=128):
+  """A batch of create_pretraining_data's records from documents of 2-6
+  sentences of 3-20 words, so that many instances end short, at their
+  document's end.
+
+  Returns:
+    (dict of Tensors as the input pipeline parses them, the vocab size).
+  """
+  rng = random.Random(3)
+  lines = []
+  for _ in range(40):
+    lines += [" ".join(rng.choice(cpd.WORDS) for _ in range(rng.randint(
+        3, 20))) for _ in range(rng.randint(2, 6))] + [""]
+  directory = pathlib.Path(tempfile.mkdtemp())
+  documents, vocab = cpd.read_documents(
+      lines, cpd.write_vocab(directory / "vocab.txt"))
+  records = list(pretraining_instances.create_training_records(
+      documents, cpd.options(seq_length, max_predictions=20),
+      pretraining_instances.MaskingVocab(vocab), 1, random.Random(2)))
+  features = pretraining_task.PretrainingTask(
+      CONFIG, seq_length, 20).name_to_features(True)
+  batch = tf.io.parse_example(records[:batch_size], features)
+  return ({k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
+           for k, v in batch.items()}, len(vocab))
+
+
+@pytest.mark.parametrize("objective", ["mlm_nsp", "ltr"])
+def test_pretraining_skipping_padding_gives_the_padded_steps(tmp_path,
+                                                             objective):
+  """Pre-training on real tokens only: the padded step's loss and
+  gradients, then its weights after three updates, with dropout on, on
+  records of which a third or more is padding.
+
+  Tolerance: 2^-13 of each tensor's largest value, plus 2^-20 of the
+  largest gradient anywhere. The two paths sum the same terms in other
+  orders (float32, eps 2^-23, sums of a few hundred terms, two layers): a
+  few hundred ulps of the largest term. The floor is for gradients that
+  are zero in exact arithmetic (the key bias: softmax ignores a shift
+  that all of a query's scores share), rounding noise of terms that
+  cancel. What this guards against, a padding position read or a dropout
+  mask drawn elsewhere, moves gradients by percents."""
+  batch, vocab_size = short_pretraining_batch()
+  padding = 1 - float(tf.reduce_mean(tf.cast(batch["input_mask"],
+                                             tf.float32)))
+  assert padding > 0.3, padding
+  config = modeling.BertConfig(**dict(
+      CONFIG.to_dict(), vocab_size=vocab_size, max_position_embeddings=128,
+      hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1))
+  task = pretraining_task.PretrainingTask(config, 128, 20, objective)
+  runs, initial = [], None
+  for skip in (False, True):
+    tf_keras.utils.set_random_seed(1)
+    trainer = training.Trainer(
+        tf.distribute.get_strategy(), task.model_builder(skip), task.loss,
+        training.TrainingConfig(
+            output_dir=str(tmp_path / str(skip)), learning_rate=1e-3,
+            num_train_steps=10, num_warmup_steps=0))
+    assert trainer.model.bert.skip_padding == skip
+    if initial is None:
+      initial = [v.numpy() for v in trainer.trainable]
+    for variable, value in zip(trainer.trainable, initial):
+      variable.assign(value)
+    loss, grads = tf.function(
+        lambda: trainer.train_step.loss_and_grads(batch))()
+    step = tf.function(lambda: trainer.train_step(batch))
+    losses = [float(step()) for _ in range(3)]
+    runs.append((float(loss), [
+        None if g is None else tf.convert_to_tensor(g).numpy()
+        for g in grads], losses, [v.numpy() for v in trainer.trainable]))
+  (loss, grads, losses, weights), (skip_loss, skip_grads, skip_losses,
+                                   skip_weights) = runs
+  assert max(float(np.abs(w - v).max())
+             for w, v in zip(weights, initial)) > 1e-3  # it trained
+  np.testing.assert_allclose(skip_loss, loss, rtol=2 ** -13)
+  np.testing.assert_allclose(skip_losses, losses, rtol=2 ** -13)
+  floor = 2 ** -20 * max(np.abs(g).max() for g in grads if g is not None)
+  for name, got, want in zip(trainer.names, skip_grads, grads):
+    assert (got is None) == (want is None), name
+    if want is not None:
+      np.testing.assert_allclose(
+          got, want, rtol=0, atol=2 ** -13 * np.abs(want).max() + floor,
+          err_msg=name)
+  floor = 2 ** -20 * max(np.abs(w).max() for w in weights)
+  for name, got, want in zip(trainer.names, skip_weights, weights):
+    np.testing.assert_allclose(
+        got, want, rtol=0, atol=2 ** -13 * np.abs(want).max() + floor,
+        err_msg=name)
 
 
 def serialized(lengths, width):

@@ -78,7 +78,16 @@ def make_batch(config, batch_size, seq_length, predictions):
 
 def _task_step(task, batch, jit_compile, matmul_dtype, kernels, schedule,
                skip_padding=False):
-  """task's training step on batch as the runners build it on a CPU:
+  """task's training step on batch as the runners build it on a CPU
+  (_trainer's arguments); a function of no arguments."""
+  trainer = _trainer(task, jit_compile, matmul_dtype, kernels, schedule,
+                     skip_padding)
+  return tf.function(lambda: trainer.train_step(batch))
+
+
+def _trainer(task, jit_compile, matmul_dtype, kernels, schedule,
+             skip_padding):
+  """task's Trainer as the runners build it on a CPU:
   matmul_dtype as modeling.ComputeOptions' (the model built under the
   Keras policy that is global as it is called: a benchmark's mixed
   variants set it), the optimizer's update as a run's
@@ -101,7 +110,7 @@ def _task_step(task, batch, jit_compile, matmul_dtype, kernels, schedule,
           jit_compile=jit_compile, update=precision.optimizer_update(
               options, "float32" if matmul_dtype == tf.float32 else
               "bfloat16")))
-  return tf.function(lambda: trainer.train_step(batch))
+  return trainer
 
 
 def ours_step(config, batch, seq_length, predictions, jit_compile,
@@ -110,6 +119,21 @@ def ours_step(config, batch, seq_length, predictions, jit_compile,
   task = pretraining.PretrainingTask(config, seq_length, predictions)
   return _task_step(task, batch, jit_compile, matmul_dtype, kernels,
                     (1e-4, 100000, 1000))
+
+
+def pretraining_batch_step(config, seq_length, predictions, skip_padding,
+                           matmul_dtype=tf.float32):
+  """Our pre-training step as run_pretraining.py builds it without XLA,
+  the encoder on real tokens only (its --skip_padding) or not.
+
+  Returns:
+    function (batch: dict of Tensors, pretraining_features' parsed) ->
+    loss Tensor, one update per call.
+  """
+  task = pretraining.PretrainingTask(config, seq_length, predictions)
+  trainer = _trainer(task, False, matmul_dtype, None, (1e-4, 100000, 1000),
+                     skip_padding)
+  return tf.function(trainer.train_step)
 
 
 def classifier_step(config, batch, jit_compile, matmul_dtype=tf.float32,
@@ -122,27 +146,46 @@ def classifier_step(config, batch, jit_compile, matmul_dtype=tf.float32,
                     (2e-5, 10000, 100), skip_padding)
 
 
-def model_garden_step(config, batch, jit_compile):
-  encoder = reference.model_garden_encoder(config)
-  model = models.BertPretrainerV2(
-      encoder_network=encoder,
+def _model_garden_pretrainer(config):
+  """Model Garden's BertPretrainerV2 with a next-sentence head."""
+  return models.BertPretrainerV2(
+      encoder_network=reference.model_garden_encoder(config),
       mlm_activation=tf_utils.get_activation(config.hidden_act),
       mlm_initializer=tf_keras.initializers.TruncatedNormal(stddev=0.02),
       classification_heads=[mg_layers.ClassificationHead(
           inner_dim=config.hidden_size, num_classes=2, activation="tanh",
           name="next_sentence")])
+
+
+def model_garden_step(config, batch, jit_compile):
+  model = _model_garden_pretrainer(config)
   schedule = tf_keras.optimizers.schedules.PolynomialDecay(1e-4, 100000, 0.0)
+  return model_garden.train_step(
+      model, batch, lambda outputs: _model_garden_loss(outputs, batch),
+      schedule, jit_compile, extra_inputs=("masked_lm_positions",))
 
-  def loss(outputs):
-    mlm, _ = pretraining.masked_lm_loss(outputs["mlm_logits"],
-                                        batch["masked_lm_ids"],
-                                        batch["masked_lm_weights"])
-    nsp, _ = pretraining.next_sentence_loss(outputs["next_sentence"],
-                                            batch["next_sentence_labels"])
-    return mlm + nsp
 
-  return model_garden.train_step(model, batch, loss, schedule, jit_compile,
-                                 extra_inputs=("masked_lm_positions",))
+def _model_garden_loss(outputs, batch):
+  """Masked LM + next sentence, our losses on Model Garden's outputs."""
+  mlm, _ = pretraining.masked_lm_loss(outputs["mlm_logits"],
+                                      batch["masked_lm_ids"],
+                                      batch["masked_lm_weights"])
+  nsp, _ = pretraining.next_sentence_loss(outputs["next_sentence"],
+                                          batch["next_sentence_labels"])
+  return mlm + nsp
+
+
+def model_garden_pretraining_batch_step(config):
+  """model_garden_step for a stream of batches (model_garden.batch_step),
+  without XLA.
+
+  Returns:
+    function (batch) -> loss Tensor.
+  """
+  return model_garden.batch_step(
+      _model_garden_pretrainer(config), _model_garden_loss,
+      tf_keras.optimizers.schedules.PolynomialDecay(
+          1e-4, 100000, 0.0), False, extra_inputs=("masked_lm_positions",))
 
 
 def classifier_batch(batch_size, seq_length, min_length):

@@ -13,11 +13,21 @@ practical peak in the same precision: runs of 2048 x 2048 matmuls timed
 in the same alternation as the steps (the same noise hits both), their
 median.
 
+Then BERT-Base on real text (--real_text, recorded apart as
+bench_pretraining_real_text): records create_pretraining_data.py writes
+from WikiText-2's test split (../shared/data/corpus), batches drawn from
+them, their padding share printed; ours as run_pretraining.py runs it (the
+encoder on real tokens only, --skip_padding), ours with every position
+computed (--skip_padding=false) and Model Garden's, float32, no XLA,
+examples/s over the same batches.
+
   .venv/bin/python benchmarks/speed/bench_pretraining.py [--repeats=10]
       [--shapes=small,base] [--xla=false,true] [--precision=float32,bfloat16]
+      [--real_text=128,512] [--real_text_batches=4]
 """
 
 import os
+import random
 import statistics
 import sys
 
@@ -26,6 +36,7 @@ sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../..")))
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
+import numpy as np
 import tensorflow as tf
 import tf_keras
 
@@ -33,6 +44,11 @@ from benchmarks.lib import results
 from benchmarks.lib import train_steps
 from benchmarks.lib import timing
 import modeling
+from runner_lib.pretraining import data as pretraining_data
+from runner_lib.pretraining import documents as pretraining_documents
+from runner_lib.pretraining import instances as pretraining_instances
+from tests.conftest import SHARED_DATA
+from tokenization import wordpiece
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("repeats", 10, "Timed steps per model and setting.")
@@ -40,7 +56,21 @@ flags.DEFINE_string("shapes", "small,base", "Comma-separated: small, base.")
 flags.DEFINE_string("xla", "false,true", "Comma-separated jit_compile values.")
 flags.DEFINE_string("precision", "float32,bfloat16",
                     "Comma-separated: float32, bfloat16.")
+flags.DEFINE_string("real_text", "128,512",
+                    "Comma-separated sequence lengths of the real-text "
+                    "rows; empty: none.")
+flags.DEFINE_integer("real_text_batches", 4,
+                     "Batches (of the base shape's size) per timed pass of "
+                     "the real-text rows.")
+flags.DEFINE_integer("real_text_repeats", 3,
+                     "Timed passes per variant of the real-text rows.")
 results.define_flags()
+
+CORPUS = os.path.join(SHARED_DATA, "corpus", "wikitext2_test_pretrain.txt")
+VOCAB = os.path.join(SHARED_DATA, "vocab", "uncased_vocab.txt")
+REAL_TEXT_COLUMNS = ["seq", "batch", "batches", "padding %", "ours ex/s",
+                     "ours_padded ex/s", "model_garden ex/s",
+                     "ours/ours_padded", "ours/model_garden"]
 
 COLUMNS = ["shape", "L", "H", "batch", "seq", "xla", "precision", "variant",
            "steps/s", "model_garden steps/s", "variant/model_garden",
@@ -111,6 +141,74 @@ def bench(name, jit_compile, precision):
   return medians, rows, peak
 
 
+def predictions_per_seq(seq_length):
+  """The original's 20 at seq 128; 15% of the positions above (76 at
+  512)."""
+  return max(20, int(0.15 * seq_length))
+
+
+def real_text_batches(seq_length, batch_size, count):
+  """count batches of records that create_pretraining_data.py writes from
+  WikiText-2's test split (its defaults, dupe_factor 1, --random_seed
+  12345), drawn at random (seed 0).
+
+  Returns:
+    list of dicts of Tensors as the input pipeline parses them.
+  """
+  vocab = wordpiece.load_vocab(VOCAB)
+  with open(CORPUS, encoding="utf-8") as f:
+    documents = pretraining_documents.read_documents(
+        f, wordpiece.IdTokenizer(vocab, True).tokenize_ids)
+  predictions = predictions_per_seq(seq_length)
+  records = list(pretraining_instances.create_training_records(
+      documents, pretraining_instances.InstanceOptions(
+          seq_length, 0.1, 0.15, predictions, False),
+      pretraining_instances.MaskingVocab(vocab), 1, random.Random(12345)))
+  chosen = np.random.RandomState(0).choice(len(records), batch_size * count,
+                                           replace=False)
+  parsed = tf.io.parse_example(
+      [records[i] for i in chosen],
+      pretraining_data.pretraining_features(seq_length, predictions))
+  parsed = {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
+            for k, v in parsed.items()}
+  return [{k: v[i * batch_size:(i + 1) * batch_size]
+           for k, v in parsed.items()} for i in range(count)]
+
+
+def bench_real_text(seq_length):
+  """BERT-Base on real-text batches at seq_length: ours unpadded, ours
+  padded, Model Garden; prints and returns a REAL_TEXT_COLUMNS row."""
+  fields, batch_size, _, _ = train_steps.SHAPES["base"]
+  config = modeling.BertConfig(**fields)
+  batches = real_text_batches(seq_length, batch_size,
+                              FLAGS.real_text_batches)
+  padding = 100 * (1 - float(np.mean([b["input_mask"].numpy().mean()
+                                      for b in batches])))
+  predictions = predictions_per_seq(seq_length)
+  steps = {
+      "ours": train_steps.pretraining_batch_step(config, seq_length,
+                                                 predictions, True),
+      "ours_padded": train_steps.pretraining_batch_step(
+          config, seq_length, predictions, False),
+      "model_garden": train_steps.model_garden_pretraining_batch_step(
+          config)}
+  times = timing.alternated_times(
+      {name: (lambda step=step: [float(step(b)) for b in batches])
+       for name, step in steps.items()}, FLAGS.real_text_repeats, warmup=1)
+  examples = batch_size * len(batches)
+  rate = {name: examples / statistics.median(t) for name, t in times.items()}
+  row = [seq_length, batch_size, len(batches), round(padding, 1),
+         round(rate["ours"], 3), round(rate["ours_padded"], 3),
+         round(rate["model_garden"], 3),
+         round(timing.paired_ratio(times, "ours_padded", "ours"), 3),
+         round(timing.paired_ratio(times, "model_garden", "ours"), 3)]
+  print("base real text seq=%d: %d batches of %d, %.1f%% padding: ours "
+        "%.3f, ours_padded %.3f, model_garden %.3f examples/s; "
+        "ours/ours_padded %.3f, ours/model_garden %.3f" %
+        tuple([row[0], row[2], row[1]] + row[3:]), flush=True)
+  return row
+
+
 def main(argv):
   del argv
   print("TensorFlow %s, %d CPUs, %d repeats (medians)" %
@@ -118,7 +216,7 @@ def main(argv):
   precisions = FLAGS.precision.split(",")
   peaks = {precision: [] for precision in precisions}
   rows, speedups = [], []
-  for name in FLAGS.shapes.split(","):
+  for name in [n for n in FLAGS.shapes.split(",") if n]:
     for xla in FLAGS.xla.split(","):
       ours = {}
       for precision in precisions:
@@ -132,7 +230,21 @@ def main(argv):
               flush=True)
         speedups.append([name, xla == "true", round(
             ours["float32"] / ours["bfloat16"], 2)])
-  if FLAGS.record:
+  real_text = [int(n) for n in FLAGS.real_text.split(",") if n]
+  real_rows = []
+  if real_text and not os.path.exists(CORPUS):
+    print("Real-text rows skipped: %s is absent (../shared/data)." % CORPUS)
+  elif real_text:
+    real_rows = [bench_real_text(n) for n in real_text]
+  if FLAGS.record and real_rows:
+    results.record(
+        "bench_pretraining_real_text",
+        [results.table("Pre-training BERT-Base on real text, float32",
+                       REAL_TEXT_COLUMNS, real_rows)],
+        results.flag_settings(FLAGS),
+        headline={"pre-training BERT-Base seq %d on real text: unpadded / "
+                  "padded" % row[0]: row[7] for row in real_rows})
+  if FLAGS.record and rows:
     tables = [
         results.table("Matmul peak (2048 x 2048, alternated with the "
                       "steps: median over the settings), GFLOP/s",

@@ -82,7 +82,15 @@ class PretrainingTask(task.Task):
 
   Its heads come with the pre-trained checkpoint (cls/predictions,
   cls/seq_relationship), so none is new: an init_checkpoint must hold them.
+
+  No loss reads the encoder at a padding position (SKIP_PADDING): the
+  masked LM gathers masked_lm_positions, real tokens (the records' unused
+  prediction slots point at [CLS], weight 0); next-sentence prediction
+  reads [CLS]; the left-to-right LM's predictions from padding positions
+  have weight 0.
   """
+
+  SKIP_PADDING = True
 
   def __init__(self, config, max_seq_length, max_predictions_per_seq,
                objective="mlm_nsp"):

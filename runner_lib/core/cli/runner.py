@@ -41,9 +41,16 @@ def trim_features(task, strategy, is_training):
 def skips_padding(task, strategy):
   """Whether the task's encoder computes on real tokens only
   (Task.model_builder): the task reads no padding position
-  (Task.SKIP_PADDING), batches are trimmed, and no --use_xla (XLA compiles
-  static shapes; the number of real tokens is known only at run time)."""
-  return task.SKIP_PADDING and trims(strategy) and not FLAGS.use_xla
+  (Task.SKIP_PADDING), the run allows shapes known only at run time
+  (run_pretraining.py's --skip_padding, the fine-tuning runners' trimmed
+  batches), and no --use_xla (XLA compiles static shapes; the number of
+  real tokens is known only at run time) and no TPU."""
+  if "skip_padding" in FLAGS:
+    allowed = FLAGS.skip_padding and not isinstance(
+        strategy, tf.distribute.TPUStrategy)
+  else:
+    allowed = trims(strategy)
+  return task.SKIP_PADDING and allowed and not FLAGS.use_xla
 
 
 def trainer_from_flags(strategy, task, num_train_steps, num_warmup_steps):
