@@ -154,8 +154,8 @@ def check_dynamic_masking_flags(config):
     given = [name for name in DYNAMIC_MASKING_FLAGS if FLAGS[name].present]
     if given:
       raise errors.InputError(
-          "%s only apply with --dynamic_masking (masked records carry "
-          "their masks)." % ", ".join("--" + name for name in given))
+          "%s: for --dynamic_masking only (masked records carry their "
+          "masks)." % ", ".join("--" + name for name in given))
     return None, None
   if not FLAGS.vocab_file:
     raise errors.InputError(
