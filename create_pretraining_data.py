@@ -17,6 +17,10 @@ OUTPUT-00012-of-00480, with OUTPUT.manifest.json beside them (see
 runner_lib/pretraining/sharding.py): the same statistics as the original,
 not the same records, and the same records whatever the workers.
 
+With --dynamic_masking it writes unmasked records (masked_lm_candidates in
+place of the masked_lm_* features) for run_pretraining.py --dynamic_masking
+to mask as it reads them (docs/pre-training.md, Dynamic masking).
+
 No TensorFlow here (on local files): the 2018 tokenizer in pure Python, the
 records framed by hand. Importing TensorFlow would cost more time than
 tokenizing tens of MB.

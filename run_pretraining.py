@@ -145,7 +145,8 @@ def check_flags():
 
 def check_dynamic_masking_flags(config):
   """The masking flags' checks; with --dynamic_masking the functions that
-  mask training and eval examples (masking.example_masker), else Nones.
+  mask training and eval examples (masking.example_masker and
+  masking.eval_masker), else Nones.
 
   Raises:
     errors.InputError: naming the flag.
@@ -181,7 +182,7 @@ def check_dynamic_masking_flags(config):
   options = (FLAGS.masked_lm_prob, FLAGS.max_predictions_per_seq,
              FLAGS.do_whole_word_mask, vocab.mask_id, vocab.size)
   return (masking.example_masker(FLAGS.seed, *options),
-          masking.example_masker(masking.EVAL_SEED, *options))
+          masking.eval_masker(*options))
 
 
 def main(_):

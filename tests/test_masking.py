@@ -253,11 +253,19 @@ def test_pipeline_masks_change_across_epochs_and_resume_the_same(tmp_path):
   for want, got in zip(batches[7:], resumed):
     for key in want:
       np.testing.assert_array_equal(got[key], want[key])
-  # Eval: in file order, the same masks on every read.
-  eval_fn = input_pipeline.eval_dataset_fn(files, schema, 5,
-                                           per_example=masker)
+  # Eval: in file order, the same masks on every read, not those of
+  # training with --seed=EVAL_SEED.
+  eval_fn = input_pipeline.eval_dataset_fn(
+      files, schema, 5, per_example=masking.eval_masker(0.3, 4, False, MASK,
+                                                        1000))
   first = list(eval_fn(None).take(2).as_numpy_iterator())
   again = list(eval_fn(None).take(2).as_numpy_iterator())
   for a, b in zip(first, again):
     for key in a:
       np.testing.assert_array_equal(a[key], b[key])
+  as_training = input_pipeline.eval_dataset_fn(
+      files, schema, 5, per_example=masking.example_masker(
+          masking.EVAL_SEED, 0.3, 4, False, MASK, 1000))
+  other = list(as_training(None).take(2).as_numpy_iterator())
+  assert any((a["masked_lm_positions"] != b["masked_lm_positions"]).any()
+             for a, b in zip(first, other))

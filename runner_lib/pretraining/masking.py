@@ -67,9 +67,8 @@ def _units(candidates, do_whole_word_mask):
     first = tf.cumsum(tf.cast(is_candidate, tf.int32)) == 1
     starts = is_candidate & ((candidates == instances.WORD_START) | first)
   unit = tf.cumsum(tf.cast(starts, tf.int32)) - 1
-  length = tf.size(candidates)
-  return tf.where(is_candidate, unit, length), tf.reduce_sum(
-      tf.cast(starts, tf.int32))
+  num_units = tf.reduce_sum(tf.cast(starts, tf.int32))
+  return tf.where(is_candidate, unit, tf.size(candidates)), num_units
 
 
 def _choose_units(sizes, order, budget):
@@ -178,11 +177,13 @@ def example_masker(seed, masked_lm_prob, max_predictions_per_seq,
                    do_whole_word_mask, mask_id, vocab_size):
   """A function (features, example number) -> masked features, for
   input_pipeline's per_example: example number n's draws are keyed by
-  (seed, n), so they are the same on every run and on resume.
+  (seed, n), so they are the same on every run and on resume, and other
+  for each n (each pass over the records).
 
   Args:
-    seed: int.
-    others: as mask_example.
+    seed: int, --seed.
+    masked_lm_prob, max_predictions_per_seq, do_whole_word_mask, mask_id,
+      vocab_size: as mask_example's.
 
   Returns:
     function (dict of one record's tensors, int64 scalar) -> dict.
@@ -195,3 +196,22 @@ def example_masker(seed, masked_lm_prob, max_predictions_per_seq,
                         mask_id, vocab_size)
 
   return mask
+
+
+def eval_masker(masked_lm_prob, max_predictions_per_seq, do_whole_word_mask,
+                mask_id, vocab_size):
+  """example_masker's function for eval: keyed by (EVAL_SEED, -1 - n),
+  the same masks on every eval whatever --seed, and never a training
+  example's key (those count from 0) even where --seed is EVAL_SEED and
+  eval reads the training records.
+
+  Args:
+    as example_masker's, without seed.
+
+  Returns:
+    function (dict of one record's tensors, int64 scalar) -> dict.
+  """
+  training = example_masker(EVAL_SEED, masked_lm_prob,
+                            max_predictions_per_seq, do_whole_word_mask,
+                            mask_id, vocab_size)
+  return lambda features, number: training(features, -1 - number)
