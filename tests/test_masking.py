@@ -269,3 +269,15 @@ def test_pipeline_masks_change_across_epochs_and_resume_the_same(tmp_path):
   other = list(as_training(None).take(2).as_numpy_iterator())
   assert any((a["masked_lm_positions"] != b["masked_lm_positions"]).any()
              for a, b in zip(first, other))
+
+
+@pytest.mark.parametrize("order,budget,want", [
+    ([0, 1, 2], 4, [True, False, True]),  # 1 skipped, 2 still fits
+    ([1, 0, 2], 4, [False, True, True]),  # 0 overshoots after 1
+    ([2, 0, 1], 3, [True, False, True]),  # budget met: stop
+    ([0, 2, 1], 9, [True, True, True]),  # all, short of the budget
+])
+def test_greedy_skips_a_word_that_overshoots(order, budget, want):
+  taken = masking._choose_units(tf.constant([2, 3, 1]), tf.constant(order),
+                                tf.constant(budget))
+  np.testing.assert_array_equal(taken.numpy(), want)

@@ -75,7 +75,10 @@ def _choose_units(sizes, order, budget):
   """The original's greedy pass over shuffled units.
 
   Takes each unit in order unless it would overshoot the budget (a whole
-  word is skipped, never cut), and stops once the budget is met.
+  word is skipped, never cut), and stops once the budget is met. The
+  units before the first that overshoots are all taken, found at once;
+  only the rest is a loop (usually a few steps: a one-piece word fills
+  what is left).
 
   Args:
     sizes: int32 [U], positions per unit.
@@ -86,21 +89,26 @@ def _choose_units(sizes, order, budget):
     bool [U], the units taken.
   """
   num_units = tf.size(order)
+  ordered_sizes = tf.gather(sizes, order)
+  fits = tf.cumsum(ordered_sizes) <= budget
+  prefix = tf.reduce_sum(tf.cast(fits, tf.int32))
+  taken_in_order = fits
 
-  def more(i, taken_count, taken):
-    del taken
+  def more(i, taken_count, taken_in_order):
+    del taken_in_order
     return (i < num_units) & (taken_count < budget)
 
-  def step(i, taken_count, taken):
-    unit = order[i]
-    take = taken_count + sizes[unit] <= budget
-    taken = tf.tensor_scatter_nd_update(taken, [[unit]], [take])
-    return i + 1, taken_count + tf.where(take, sizes[unit], 0), taken
+  def step(i, taken_count, taken_in_order):
+    take = taken_count + ordered_sizes[i] <= budget
+    taken_in_order = tf.tensor_scatter_nd_update(taken_in_order, [[i]],
+                                                 [take])
+    return i + 1, taken_count + tf.where(take, ordered_sizes[i], 0), (
+        taken_in_order)
 
-  _, _, taken = tf.while_loop(
-      more, step, (tf.constant(0), tf.constant(0),
-                   tf.zeros_like(order, tf.bool)))
-  return taken
+  _, _, taken_in_order = tf.while_loop(
+      more, step, (prefix, tf.reduce_sum(ordered_sizes[:prefix]),
+                   taken_in_order))
+  return tf.scatter_nd(order[:, None], taken_in_order, [num_units])
 
 
 def mask_example(features, seed, masked_lm_prob, max_predictions_per_seq,
