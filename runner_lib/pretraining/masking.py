@@ -153,7 +153,7 @@ def mask_example(features, seed, masked_lm_prob, max_predictions_per_seq,
   budget = num_to_predict(tf.reduce_sum(features["input_mask"]),
                           masked_lm_prob, max_predictions_per_seq)
   taken = _choose_units(sizes[:num_units], order, budget)
-  # Padding candidates' unit (length) is never taken.
+  # Non-candidates' unit (length) is never taken.
   chosen = tf.gather(tf.concat([taken, tf.zeros([length + 1 - num_units],
                                                 tf.bool)], 0), unit)
 
