@@ -280,6 +280,30 @@ def test_dynamic_masking_trains_evaluates_and_reproduces(unmasked_data,
         value, weights_of(str(tmp_path / "b" / "model.ckpt-80"))[name])
 
 
+def test_dynamic_masking_resumes_with_the_uninterrupted_masks(
+    unmasked_data, tmp_path):
+  directory = unmasked_data[0]
+  cmd = command(unmasked_data, tmp_path, dynamic_masking="true",
+                vocab_file=str(directory / "vocab.txt"), do_eval="false",
+                num_train_steps="80", save_checkpoints_steps="40",
+                iterations_per_loop="20")
+  result = run(cmd)
+  assert result.returncode == 0, result.stderr[-3000:]
+  straight = weights_of(str(tmp_path / "model.ckpt-80"))
+  # As if stopped after step 40: the later checkpoint and the state file
+  # naming it are gone.
+  for name in os.listdir(tmp_path):
+    if name.startswith("model.ckpt-80") or name == "checkpoint":
+      os.remove(tmp_path / name)
+  resumed = run(cmd)
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert "at step 40" in resumed.stderr
+  # The steps after 40 read the examples and masks the uninterrupted run
+  # read (keyed by their number in the stream), so the weights are equal.
+  for name, value in weights_of(str(tmp_path / "model.ckpt-80")).items():
+    np.testing.assert_array_equal(value, straight[name], err_msg=name)
+
+
 def test_records_and_dynamic_masking_flag_must_agree(data, unmasked_data,
                                                      tmp_path):
   vocab_file = str(unmasked_data[0] / "vocab.txt")
