@@ -210,9 +210,9 @@ def write_shards(tokens, input_files, input_sizes, options):
     # Only where set: a manifest written before the flag existed still
     # matches a default run, which resumes it.
     flag_values["dynamic_masking"] = True
-  spec = sharded_run.run_spec(flag_values,
-                              input_files, input_sizes, FLAGS.vocab_file,
-                              FLAGS.shard_bytes, len(shards))
+  spec = sharded_run.run_spec(flag_values, input_files, input_sizes,
+                              FLAGS.vocab_file, FLAGS.shard_bytes,
+                              len(shards))
   try:
     from runner_lib.pretraining import cluster  # pylint: disable=g-import-not-at-top
   except ImportError as e:
