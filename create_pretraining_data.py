@@ -17,6 +17,10 @@ OUTPUT-00012-of-00480, with OUTPUT.manifest.json beside them (see
 runner_lib/pretraining/sharding.py): the same statistics as the original,
 not the same records, and the same records whatever the workers.
 
+With --dynamic_masking it writes unmasked records (masked_lm_candidates in
+place of the masked_lm_* features) for run_pretraining.py --dynamic_masking
+to mask as it reads them (docs/pre-training.md, Dynamic masking).
+
 No TensorFlow here (on local files): the 2018 tokenizer in pure Python, the
 records framed by hand. Importing TensorFlow would cost more time than
 tokenizing tens of MB.
@@ -92,6 +96,14 @@ flags.DEFINE_string("dask_scheduler", None,
 flags.DEFINE_integer("shard_bytes", sharding.SHARD_BYTES,
                      "Input text per shard when sharded; the records depend "
                      "on it (and not on the workers).")
+flags.DEFINE_bool("dynamic_masking", False,
+                  "Write unmasked records (real tokens in input_ids and "
+                  "masked_lm_candidates, no masked_lm_* features) for "
+                  "run_pretraining.py --dynamic_masking to mask anew each "
+                  "time it reads them; --masked_lm_prob, "
+                  "--max_predictions_per_seq and --do_whole_word_mask then "
+                  "belong to run_pretraining.py. False: the original's "
+                  "masked records.")
 flags.DEFINE_bool("gzip", False, "Write GZIP-compressed TFRecords.")
 flags.DEFINE_bool("skip_invalid_lines", False,
                   "Skip (and count) input lines that are not UTF-8 instead of "
@@ -130,15 +142,45 @@ def check_flags():
         FLAGS.output_file)
   for path in FLAGS.output_file.split(","):
     fileio.check_output_file(path)
+  if FLAGS.dynamic_masking:
+    check_dynamic_masking_flags()
   expected = int(round(FLAGS.max_seq_length * FLAGS.masked_lm_prob))
-  if FLAGS.max_predictions_per_seq < expected:
+  if not FLAGS.dynamic_masking and FLAGS.max_predictions_per_seq < expected:
     logging.warning(
         "--max_predictions_per_seq=%d is below max_seq_length x "
         "masked_lm_prob = %d: full-length sequences get fewer masks than "
         "masked_lm_prob asks for.", FLAGS.max_predictions_per_seq, expected)
   return pretraining_instances.InstanceOptions(
       FLAGS.max_seq_length, FLAGS.short_seq_prob, FLAGS.masked_lm_prob,
-      FLAGS.max_predictions_per_seq, FLAGS.do_whole_word_mask)
+      FLAGS.max_predictions_per_seq, FLAGS.do_whole_word_mask,
+      FLAGS.dynamic_masking)
+
+
+# Flags that choose masks: with --dynamic_masking run_pretraining.py's.
+MASKING_FLAGS = ("masked_lm_prob", "max_predictions_per_seq",
+                 "do_whole_word_mask")
+
+
+def check_dynamic_masking_flags():
+  """Refuses masking flags that unmasked records would ignore; warns that
+  copies (--dupe_factor > 1) are no longer needed for varied masks.
+
+  Raises:
+    errors.InputError: a masking flag given with --dynamic_masking.
+  """
+  given = [name for name in MASKING_FLAGS if FLAGS[name].present]
+  if given:
+    # Never accept a flag and ignore it: the original has no
+    # --dynamic_masking, so no command of the original is refused.
+    raise errors.InputError(
+        "--dynamic_masking writes unmasked records: %s choose masks, give "
+        "them to run_pretraining.py --dynamic_masking instead." %
+        ", ".join("--" + name for name in given))
+  if FLAGS.dupe_factor > 1:
+    logging.warning(
+        "--dupe_factor=%d with --dynamic_masking: the copies differ only in "
+        "their segments now (run_pretraining.py draws new masks on every "
+        "pass); --dupe_factor=1 is enough.", FLAGS.dupe_factor)
 
 
 def sharded():
@@ -163,10 +205,14 @@ def write_shards(tokens, input_files, input_sizes, options):
       tuple(tokens), FLAGS.do_lower_case, options, FLAGS.dupe_factor,
       FLAGS.random_seed, FLAGS.skip_invalid_lines, FLAGS.gzip,
       output_file, len(shards))
-  spec = sharded_run.run_spec({name: FLAGS[name].value
-                               for name in RECORD_FLAGS},
-                              input_files, input_sizes, FLAGS.vocab_file,
-                              FLAGS.shard_bytes, len(shards))
+  flag_values = {name: FLAGS[name].value for name in RECORD_FLAGS}
+  if FLAGS.dynamic_masking:
+    # Only where set: a manifest written before the flag existed still
+    # matches a default run, which resumes it.
+    flag_values["dynamic_masking"] = True
+  spec = sharded_run.run_spec(flag_values, input_files, input_sizes,
+                              FLAGS.vocab_file, FLAGS.shard_bytes,
+                              len(shards))
   try:
     from runner_lib.pretraining import cluster  # pylint: disable=g-import-not-at-top
   except ImportError as e:

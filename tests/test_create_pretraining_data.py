@@ -478,3 +478,120 @@ def test_a_50_mb_line_without_a_newline(tmp_path):
   assert sorted(os.listdir(tmp_path / "out")) == (
       ["x.tfrecord-%05d-of-00013" % i for i in range(13)] +
       ["x.tfrecord.manifest.json"])
+
+
+def parse_unmasked(records, max_seq_length):
+  spec = pretraining_data.unmasked_features(max_seq_length)
+  parsed = tf.io.parse_example(list(records), spec)
+  return {k: v.numpy() for k, v in parsed.items()}
+
+
+def test_dynamic_masking_writes_candidates_by_hand(tmp_path):
+  vocab = wordpiece.load_vocab(write_vocab(tmp_path / "vocab.txt"))
+  ids = {token: vocab[token] for token in ("the", "un", "##ion", "##ed",
+                                           "kn", "##ow", "of", "[CLS]",
+                                           "[SEP]")}
+  # A: "the union", B: "##ed known of" (a B starting with a piece, as a
+  # front truncation leaves it).
+  instance = pretraining_instances.TrainingInstance(
+      [ids["[CLS]"], ids["the"], ids["un"], ids["##ion"], ids["[SEP]"],
+       ids["##ed"], ids["kn"], ids["##ow"], ids["of"], ids["[SEP]"]],
+      [0] * 5 + [1] * 5, None, None, True)
+  encoder = pretraining_instances.InstanceEncoder(len(vocab), 12, 3)
+  record = encoder.encode(instance, pretraining_instances.MaskingVocab(vocab))
+  got = parse_unmasked([record], 12)
+  np.testing.assert_array_equal(got["masked_lm_candidates"][0],
+                                [0, 1, 1, 2, 0, 2, 1, 2, 1, 0, 0, 0])
+  np.testing.assert_array_equal(got["input_ids"][0],
+                                instance.tokens + [0, 0])
+  np.testing.assert_array_equal(got["input_mask"][0], [1] * 10 + [0, 0])
+  np.testing.assert_array_equal(got["segment_ids"][0],
+                                [0] * 5 + [1] * 5 + [0, 0])
+  assert got["next_sentence_labels"][0] == [1]
+  example = tf.train.Example.FromString(record)
+  assert sorted(example.features.feature) == [
+      "input_ids", "input_mask", "masked_lm_candidates", "next_sentence_labels",
+      "segment_ids"]
+
+
+@pytest.mark.parametrize("wwm", [False, True])
+def test_dynamic_masking_instances_are_the_masked_ones_unmasked(
+    tmp_path, monkeypatch, wwm):
+  """Unmasked records are the default's instances, masks put back, when
+  masking draws from a random stream of its own: --dynamic_masking skips
+  the masking draws and changes nothing else in the stream."""
+  with open(synthetic_corpus(tmp_path / "c.txt", 60, 4)) as f:
+    documents, tokens = read_documents(f, write_vocab(tmp_path / "vocab.txt"))
+  vocab = pretraining_instances.MaskingVocab(tokens)
+  dynamic = parse_unmasked(pretraining_instances.create_training_records(
+      list(documents), options(wwm=wwm)._replace(dynamic_masking=True),
+      vocab, 2, random.Random(9)), 64)
+
+  masking_rng = random.Random(1)
+  original = pretraining_instances.create_masked_lm_predictions
+
+  def own_stream(tokens, prob, max_predictions, vocab, rng, wwm):
+    del rng
+    return original(tokens, prob, max_predictions, vocab, masking_rng, wwm)
+
+  monkeypatch.setattr(pretraining_instances, "create_masked_lm_predictions",
+                      own_stream)
+  masked = parse(pretraining_instances.create_training_records(
+      list(documents), options(wwm=wwm), vocab, 2, random.Random(9)), 64, 10)
+  unmasked = masked["input_ids"].copy()
+  for row in range(len(unmasked)):
+    real = masked["masked_lm_weights"][row] > 0
+    unmasked[row, masked["masked_lm_positions"][row][real]] = (
+        masked["masked_lm_ids"][row][real])
+  assert len(unmasked) > 100
+  np.testing.assert_array_equal(dynamic["input_ids"], unmasked)
+  for key in ("input_mask", "segment_ids", "next_sentence_labels"):
+    np.testing.assert_array_equal(dynamic[key], masked[key], err_msg=key)
+  candidates = dynamic["masked_lm_candidates"]
+  ids = dynamic["input_ids"]
+  special = (ids == vocab.cls_id) | (ids == vocab.sep_id) | (
+      dynamic["input_mask"] == 0)
+  assert (candidates[special] == 0).all()
+  pieces = np.array(vocab.is_continuation, bool)[ids]
+  assert (candidates[~special & pieces] == 2).all()
+  assert (candidates[~special & ~pieces] == 1).all()
+
+
+def test_dynamic_masking_reaches_sharded_workers(tmp_path):
+  vocab_file = write_vocab(tmp_path / "vocab.txt")
+  corpus = synthetic_corpus(tmp_path / "c.txt", 40, seed=2)
+  size = os.path.getsize(corpus)
+  settings = pretraining_sharding.Settings(
+      tuple(wordpiece.read_vocab_tokens(vocab_file)), True,
+      options()._replace(dynamic_masking=True), 1, 5, False, False, None,
+      None)
+  shards = pretraining_sharding.plan([corpus], [size], size // 3)
+  records = [record for shard in shards for record in
+             pretraining_sharding.shard_records(shard, settings)[1]]
+  assert len(records) > 20
+  for record in records:
+    features = tf.train.Example.FromString(record).features.feature
+    assert "masked_lm_candidates" in features
+    assert "masked_lm_positions" not in features
+
+
+@pytest.mark.slow
+def test_script_dynamic_masking_flags(tmp_path):
+  vocab_file = write_vocab(tmp_path / "vocab.txt")
+  corpus = synthetic_corpus(tmp_path / "c.txt", 20)
+  output = str(tmp_path / "u.tfrecord")
+  args = ["--input_file=%s" % corpus, "--output_file=%s" % output,
+          "--vocab_file=%s" % vocab_file, "--max_seq_length=32",
+          "--dynamic_masking"]
+  refused = run_script(args + ["--masked_lm_prob=0.2",
+                               "--do_whole_word_mask"])
+  assert refused.returncode != 0
+  assert ("--masked_lm_prob, --do_whole_word_mask choose masks, give them to "
+          "run_pretraining.py --dynamic_masking") in refused.stderr
+  assert not os.path.exists(output)
+  result = run_script(args + ["--dupe_factor=2"])
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "--dupe_factor=2 with --dynamic_masking" in result.stderr
+  features = parse_unmasked(records_of(output), 32)
+  assert len(features["input_ids"]) > 20
+  assert set(np.unique(features["masked_lm_candidates"])) == {0, 1, 2}

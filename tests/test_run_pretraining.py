@@ -232,3 +232,96 @@ def test_fused_kernels_false_trains_with_tensorflows_ops_alone(data, tmp_path):
   for name in on:
     np.testing.assert_allclose(on[name], off[name], rtol=1e-5, atol=1e-8,
                                err_msg=name)
+
+
+def write_unmasked_data(directory):
+  """Unmasked records (create_pretraining_data --dynamic_masking) of
+  write_data's corpus, dupe_factor 1, and its vocab and config."""
+  with open(cpd.synthetic_corpus(directory / "corpus.txt", 150)) as f:
+    documents, vocab = cpd.read_documents(
+        f, cpd.write_vocab(directory / "vocab.txt"))
+  records = pretraining_instances.create_training_records(
+      documents, pretraining_instances.InstanceOptions(
+          32, 0.1, 0.15, 5, False, dynamic_masking=True),
+      pretraining_instances.MaskingVocab(vocab), 1, random.Random(1))
+  with tfrecord_writer.RoundRobinWriter(
+      [str(directory / "unmasked.tfrecord")]) as writer:
+    for record in records:
+      writer.write(record)
+  config = modeling.BertConfig(**CONFIG)
+  (directory / "bert_config.json").write_text(config.to_json_string())
+
+
+@pytest.fixture(scope="session")
+def unmasked_data(tmp_path_factory):
+  directory = shared_folder(tmp_path_factory, "unmasked_pretraining_data",
+                            write_unmasked_data)
+  return directory, str(directory / "unmasked.tfrecord")
+
+
+def test_dynamic_masking_trains_evaluates_and_reproduces(unmasked_data,
+                                                         tmp_path):
+  directory = unmasked_data[0]
+  dynamic = dict(dynamic_masking="true", vocab_file=str(directory /
+                                                        "vocab.txt"),
+                 do_whole_word_mask="true", num_train_steps="80",
+                 save_checkpoints_steps="80", seed="3")
+  for result in [run(command(unmasked_data, tmp_path / name,
+                             **dict(dynamic, seed=seed)))
+                 for name, seed in (("a", "3"), ("b", "3"), ("c", "4"))]:
+    assert result.returncode == 0, result.stderr[-3000:]
+  a, b, c = (eval_results(tmp_path / name) for name in "abc")
+  # Trained on masks drawn in the pipeline: over 5 times chance (1/110).
+  assert a["global_step"] == 80 and a["masked_lm_accuracy"] > 0.05
+  assert a == b  # the same seed: the same masks, the same weights
+  assert a != c
+  for name, value in weights_of(str(tmp_path / "a" / "model.ckpt-80")).items():
+    np.testing.assert_array_equal(
+        value, weights_of(str(tmp_path / "b" / "model.ckpt-80"))[name])
+
+
+def test_dynamic_masking_resumes_with_the_uninterrupted_masks(
+    unmasked_data, tmp_path):
+  directory = unmasked_data[0]
+  cmd = command(unmasked_data, tmp_path, dynamic_masking="true",
+                vocab_file=str(directory / "vocab.txt"), do_eval="false",
+                num_train_steps="80", save_checkpoints_steps="40",
+                iterations_per_loop="20")
+  result = run(cmd)
+  assert result.returncode == 0, result.stderr[-3000:]
+  straight = weights_of(str(tmp_path / "model.ckpt-80"))
+  # As if stopped after step 40: the later checkpoint and the state file
+  # naming it are gone.
+  for name in os.listdir(tmp_path):
+    if name.startswith("model.ckpt-80") or name == "checkpoint":
+      os.remove(tmp_path / name)
+  resumed = run(cmd)
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert "at step 40" in resumed.stderr
+  # The steps after 40 read the examples and masks the uninterrupted run
+  # read (keyed by their number in the stream), so the weights are equal.
+  for name, value in weights_of(str(tmp_path / "model.ckpt-80")).items():
+    np.testing.assert_array_equal(value, straight[name], err_msg=name)
+
+
+def test_records_and_dynamic_masking_flag_must_agree(data, unmasked_data,
+                                                     tmp_path):
+  vocab_file = str(unmasked_data[0] / "vocab.txt")
+  masked = run(command(data, tmp_path / "m", dynamic_masking="true",
+                       vocab_file=vocab_file))
+  assert masked.returncode != 0
+  assert ("examples.tfrecord: records have no feature "
+          "'masked_lm_candidates' (masked records: run without "
+          "--dynamic_masking") in masked.stderr
+  unmasked = run(command(unmasked_data, tmp_path / "u"))
+  assert unmasked.returncode != 0
+  assert ("unmasked.tfrecord: records have no feature 'masked_lm_positions' "
+          "(unmasked records (create_pretraining_data.py --dynamic_masking)? "
+          "Pass --dynamic_masking") in unmasked.stderr
+  stray = run(command(data, tmp_path / "s", masked_lm_prob="0.2"))
+  assert stray.returncode != 0
+  assert "--masked_lm_prob: for --dynamic_masking only" in stray.stderr
+  no_vocab = run(command(unmasked_data, tmp_path / "v",
+                         dynamic_masking="true"))
+  assert no_vocab.returncode != 0
+  assert "--dynamic_masking needs --vocab_file" in no_vocab.stderr

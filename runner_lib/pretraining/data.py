@@ -29,3 +29,25 @@ def pretraining_features(max_seq_length, max_predictions_per_seq):
                                                  tf.float32),
       "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
   }
+
+
+def unmasked_features(max_seq_length):
+  """The schema of unmasked records (create_pretraining_data.py
+  --dynamic_masking), for tf.io.parse_example: the original's without
+  masked_lm_*, with masked_lm_candidates (instances.NEVER_MASKED,
+  WORD_START, CONTINUATION per position).
+
+  Args:
+    max_seq_length: int.
+
+  Returns:
+    dict name -> tf.io.FixedLenFeature.
+  """
+  seq = tf.io.FixedLenFeature([max_seq_length], tf.int64)
+  return {
+      "input_ids": seq,
+      "input_mask": seq,
+      "segment_ids": seq,
+      "masked_lm_candidates": seq,
+      "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+  }

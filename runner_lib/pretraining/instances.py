@@ -25,10 +25,18 @@ from runner_lib.core.inputs import example_proto
 _ONE = example_proto.float_payload([1.0])
 _ZERO = example_proto.float_payload([0.0])
 
+# dynamic_masking: write unmasked instances (masked_lm_candidates instead of
+# masked_lm_*), for run_pretraining.py --dynamic_masking to mask.
 InstanceOptions = collections.namedtuple("InstanceOptions", [
     "max_seq_length", "short_seq_prob", "masked_lm_prob",
-    "max_predictions_per_seq", "do_whole_word_mask"
-])
+    "max_predictions_per_seq", "do_whole_word_mask", "dynamic_masking"
+], defaults=(False,))
+
+# masked_lm_candidates values: what train-time masking needs of each
+# position, so that it needs no vocab (runner_lib/pretraining/masking.py).
+NEVER_MASKED = 0  # [CLS], [SEP], padding
+WORD_START = 1  # a token that starts a word (or a whole word)
+CONTINUATION = 2  # a "##" piece that continues the word before it
 
 
 class MaskingVocab(object):
@@ -51,7 +59,11 @@ class MaskingVocab(object):
 
 @dataclasses.dataclass(eq=False)
 class TrainingInstance:
-  """One sentence pair with its masks; tokens and labels are vocab ids."""
+  """One sentence pair with its masks; tokens and labels are vocab ids.
+
+  An unmasked instance (InstanceOptions.dynamic_masking) has its real
+  tokens and None for masked_lm_positions and masked_lm_labels.
+  """
 
   tokens: list
   segment_ids: list
@@ -249,9 +261,14 @@ def create_instances_from_document(all_documents, document_index, options,
         tokens = ([vocab.cls_id] + tokens_a + [vocab.sep_id] + tokens_b +
                   [vocab.sep_id])
         segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
-        tokens, positions, labels = create_masked_lm_predictions(
-            tokens, options.masked_lm_prob, options.max_predictions_per_seq,
-            vocab, rng, options.do_whole_word_mask)
+        positions = labels = None
+        if not options.dynamic_masking:
+          # Unmasked instances skip these draws, and only these: the rest
+          # of the stream is made by the same calls in the same order.
+          tokens, positions, labels = create_masked_lm_predictions(
+              tokens, options.masked_lm_prob,
+              options.max_predictions_per_seq, vocab, rng,
+              options.do_whole_word_mask)
         instances.append(TrainingInstance(tokens, segment_ids, positions,
                                           labels, is_random_next))
       current_chunk = []
@@ -273,11 +290,18 @@ class InstanceEncoder(object):
     self.max_seq_length = max_seq_length
     self.max_predictions_per_seq = max_predictions_per_seq
 
-  def encode(self, instance):
-    """TrainingInstance -> serialized tf.train.Example bytes."""
+  def encode(self, instance, vocab=None):
+    """TrainingInstance -> serialized tf.train.Example bytes.
+
+    An unmasked instance needs vocab (MaskingVocab), to write its
+    masked_lm_candidates (unmasked_features).
+    """
     num_tokens = len(instance.tokens)
     assert num_tokens <= self.max_seq_length
     padding = b"\x00" * (self.max_seq_length - num_tokens)
+    if instance.masked_lm_positions is None:
+      return example_proto.example(
+          self.unmasked_features(instance, vocab, padding))
     num_predictions = len(instance.masked_lm_positions)
     unused = self.max_predictions_per_seq - num_predictions
     prediction_padding = b"\x00" * unused
@@ -297,6 +321,28 @@ class InstanceEncoder(object):
     })
 
 
+  def unmasked_features(self, instance, vocab, padding):
+    """The features of an unmasked instance: the original's without
+    masked_lm_*, and masked_lm_candidates (int64 [max_seq_length]: 0 for
+    [CLS], [SEP] and padding, 1 for a word's first piece, 2 for a "##"
+    piece)."""
+    candidates = bytearray(len(instance.tokens))
+    for i, token in enumerate(instance.tokens):
+      if token != vocab.cls_id and token != vocab.sep_id:
+        candidates[i] = (CONTINUATION if vocab.is_continuation[token] else
+                         WORD_START)
+    encode, feature = self._ids.encode, example_proto.int64_feature
+    # Values 0-2 are one varint byte each: the bytes are the payload.
+    return {
+        "input_ids": feature(encode(instance.tokens) + padding),
+        "input_mask": feature(b"\x01" * len(instance.tokens) + padding),
+        "segment_ids": feature(encode(instance.segment_ids) + padding),
+        "masked_lm_candidates": feature(bytes(candidates) + padding),
+        "next_sentence_labels": feature(
+            b"\x01" if instance.is_random_next else b"\x00"),
+    }
+
+
 def serialized_instances(documents, options, vocab, dupe_factor, rng,
                          progress=None):
   """Yields every instance as bytes, in the original's creation order.
@@ -311,7 +357,7 @@ def serialized_instances(documents, options, vocab, dupe_factor, rng,
     for document_index in range(len(documents)):
       for instance in create_instances_from_document(documents, document_index,
                                                      options, vocab, rng):
-        yield encoder.encode(instance)
+        yield encoder.encode(instance, vocab)
       done += 1
       if progress:
         progress(done)

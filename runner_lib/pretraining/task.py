@@ -93,12 +93,15 @@ class PretrainingTask(task.Task):
   SKIP_PADDING = True
 
   def __init__(self, config, max_seq_length, max_predictions_per_seq,
-               objective="mlm_nsp"):
+               objective="mlm_nsp", dynamic_masking=False):
     """Args:
       config: modeling.BertConfig.
       max_seq_length: int, the records' sequence length.
-      max_predictions_per_seq: int, the records' masked_lm_* length.
+      max_predictions_per_seq: int, the records' masked_lm_* length (with
+        dynamic_masking, the batches').
       objective: one of OBJECTIVES.
+      dynamic_masking: bool, the records are unmasked (masking.py masks
+        them in the input pipeline, before batches reach the task).
     """
     if objective not in OBJECTIVES:
       raise ValueError("objective must be one of %s, got %r" %
@@ -106,10 +109,14 @@ class PretrainingTask(task.Task):
     super().__init__(config, max_seq_length)
     self.max_predictions_per_seq = max_predictions_per_seq
     self.objective = objective
+    self.dynamic_masking = dynamic_masking
 
   def name_to_features(self, is_training):
-    """The original pre-training records, for training and evaluation."""
+    """The records' schema, for training and evaluation: the original's,
+    or with dynamic_masking the unmasked records'."""
     del is_training  # the same records
+    if self.dynamic_masking:
+      return data.unmasked_features(self.max_seq_length)
     return data.pretraining_features(self.max_seq_length,
                                      self.max_predictions_per_seq)
 

@@ -43,13 +43,16 @@ def epoch_buffer(files, num_records):
   return buffer
 
 
-def check_record_files(files, name_to_features, flag_names):
+def check_record_files(files, name_to_features, flag_names,
+                       missing_hints=None):
   """Fails early, naming the file, on truncated files or another schema.
 
   Args:
     files: list of TFRecord paths.
     name_to_features: dict of FixedLenFeature the pipeline will parse.
     flag_names: dict feature name -> flag that sets its length, for messages.
+    missing_hints: dict feature name -> what its absence suggests (the
+      flag for such records), added to the message.
 
   Raises:
     errors.InputError: a file is missing, truncated, empty, or its first
@@ -68,8 +71,10 @@ def check_record_files(files, name_to_features, flag_names):
     for name, spec in name_to_features.items():
       feature = example.features.feature.get(name)
       if feature is None:
-        raise errors.InputError("Input file %s: records have no feature %r." %
-                                (path, name))
+        hint = (missing_hints or {}).get(name)
+        raise errors.InputError(
+            "Input file %s: records have no feature %r%s." %
+            (path, name, " (%s)" % hint if hint else ""))
       length = len(feature.int64_list.value or feature.float_list.value)
       if length != spec.shape[0]:
         raise errors.InputError(
@@ -218,6 +223,61 @@ def _parse(records, name_to_features):
           for k, v in features.items()}
 
 
+def numbered(dataset, start, input_context=None):
+  """(example number, element) pairs of an input pipeline's stream.
+
+  The number counts from the start of training, epochs and resumes
+  included (start: the elements already consumed), and is unique across
+  input pipelines: element i of pipeline p of n is number i * n + p.
+
+  Args:
+    dataset: tf.data.Dataset.
+    start: int, the index of dataset's first element in the stream.
+    input_context: tf.distribute.InputContext or None.
+
+  Returns:
+    tf.data.Dataset of (int64 scalar, element).
+  """
+  count, index = 1, 0
+  if input_context:
+    count = input_context.num_input_pipelines
+    index = input_context.input_pipeline_id
+  return dataset.enumerate(start).map(
+      traced_as_written(lambda i, element: (i * count + index, element)))
+
+
+def parse_each_and_batch(numbered_records, name_to_features, per_example,
+                         batch_size, drop_remainder=True, trim=()):
+  """Parses records one at a time, passes each through per_example, then
+  batches them (see parse_and_batch).
+
+  Args:
+    numbered_records: tf.data.Dataset of (int64 example number, string).
+    name_to_features: dict of FixedLenFeature.
+    per_example: function (dict of one record's tensors, example number)
+      -> dict of tensors, pure TensorFlow (e.g. masking drawn per example).
+    batch_size: int.
+    drop_remainder: bool.
+    trim: as parse_and_batch.
+
+  Returns:
+    tf.data.Dataset of dict of [batch_size, ...] tensors.
+  """
+
+  def parse_one(number, record):
+    features = tf.io.parse_single_example(record, name_to_features)
+    return per_example(
+        {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
+         for k, v in features.items()}, number)
+
+  examples = numbered_records.map(traced_as_written(parse_one),
+                                  num_parallel_calls=tf.data.AUTOTUNE,
+                                  deterministic=True)
+  return examples.batch(batch_size, drop_remainder=drop_remainder).map(
+      traced_as_written(lambda batch: trim_batch(batch, trim))).prefetch(
+          tf.data.AUTOTUNE)
+
+
 def parse_batches(batches, name_to_features, trim=()):
   """Parses batches of records (string [B]) into int32 / float32 tensors,
   the features in trim cut after each batch's longest sequence
@@ -290,7 +350,8 @@ def length_bucketed(records, batch_size, mask_spec, seed,
 
 
 def training_dataset_fn(files, name_to_features, per_replica_batch, seed,
-                        trim=(), bucket_by_length=False, num_records=None):
+                        trim=(), bucket_by_length=False, num_records=None,
+                        per_example=None):
   """A Trainer.train dataset_fn over TFRecord files: each input pipeline's
   shuffled, repeated, parsed batches, resuming past what was consumed.
 
@@ -306,12 +367,25 @@ def training_dataset_fn(files, name_to_features, per_replica_batch, seed,
       trimmed.
     num_records: int or None, the records in files: train in epochs, each
       a permutation of all of them (record_dataset).
+    per_example: None, or a function (dict of one record's tensors, int64
+      example number) -> dict, applied to each record before batching
+      (parse_each_and_batch); the numbers (numbered) continue across
+      epochs and on resume. Not with bucket_by_length.
 
   Returns:
     function (input_context, step) -> tf.data.Dataset.
   """
+  if per_example and bucket_by_length:
+    raise ValueError("per_example does not combine with bucket_by_length")
 
   def dataset_fn(context, step):
+    if per_example:
+      skip = step * per_replica_batch
+      return parse_each_and_batch(
+          numbered(record_dataset(files, True, seed, context,
+                                  skip_records=skip,
+                                  num_records=num_records), skip, context),
+          name_to_features, per_example, per_replica_batch, trim=trim)
     if not bucket_by_length:
       return parse_and_batch(
           record_dataset(files, True, seed, context,
@@ -329,7 +403,8 @@ def training_dataset_fn(files, name_to_features, per_replica_batch, seed,
   return dataset_fn
 
 
-def eval_dataset_fn(files, name_to_features, per_replica_batch):
+def eval_dataset_fn(files, name_to_features, per_replica_batch,
+                    per_example=None):
   """A Trainer.evaluate dataset_fn over TFRecord files: each input
   pipeline's parsed batches, in file order, repeated.
 
@@ -337,10 +412,15 @@ def eval_dataset_fn(files, name_to_features, per_replica_batch):
     files: list of str.
     name_to_features: dict of FixedLenFeature.
     per_replica_batch: int.
+    per_example: as training_dataset_fn's (numbered from 0 in file order).
 
   Returns:
     function (input_context) -> tf.data.Dataset.
   """
+  if per_example:
+    return lambda context: parse_each_and_batch(
+        numbered(record_dataset(files, False, None, context), 0, context),
+        name_to_features, per_example, per_replica_batch)
   return lambda context: parse_and_batch(
       record_dataset(files, False, None, context), name_to_features,
       per_replica_batch)
