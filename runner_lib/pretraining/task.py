@@ -121,8 +121,10 @@ class PretrainingTask(task.Task):
                                      self.max_predictions_per_seq)
 
   def sequence_features(self, is_training):
-    """None: pre-training sequences are packed to max_seq_length (all but
-    short_seq_prob of them fill it), so trimming would buy little."""
+    """None: most instances fill max_seq_length, and the short ones (a
+    document's last, short_seq_prob's) are spread over the batches, so
+    a batch's longest is rarely short; the encoder skips their padding
+    instead (SKIP_PADDING)."""
     del is_training
     return ()
 
