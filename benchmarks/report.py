@@ -86,12 +86,16 @@ OUTPUT_PAGES = {"demo": RESULTS_PAGE}
 FINE_TUNING_PAGE = "docs/fine-tuning.md"
 SERVING_PAGE = "docs/serving.md"
 SERVING_PRECISION = "bench_serving_precision"
+# bench_pretraining.py's real-text rows: docs/training.md, Unpadded
+# pre-training.
+REAL_TEXT = "bench_pretraining_real_text"
 # (page, block) in the order they are rendered and reported.
 BLOCKS = ((BENCHMARKS_PAGE, "benchmarks"),
           (BENCHMARKS_PAGE, "benchmarks-figure"),
           (RESULTS_PAGE, "results"),
           (TRAINING_PAGE, "bfloat16-speed"),
           (TRAINING_PAGE, "memory"),
+          (TRAINING_PAGE, "unpadded"),
           (FINE_TUNING_PAGE, "time"),
           (SERVING_PAGE, "serving-precision"),
           (README, "glance")) + tuple(
@@ -557,21 +561,20 @@ def bfloat16_speed_block(records):
                       "float32; below 1: slower.")
 
 
-def serving_precision_block(records):
-  """docs/serving.md's measurements: the newest bench_serving_precision
-  record of each machine, its tables whole."""
+def newest_tables_block(records, benchmark, script):
+  """A page's measurements: the newest record of benchmark on each
+  machine, its tables whole; script: what makes the record
+  (benchmarks/speed/ file name)."""
   parts = []
   for key, entries in by_machine(
-      [e for e in records if e["benchmark"] == SERVING_PRECISION]):
+      [e for e in records if e["benchmark"] == benchmark]):
     entry = entries[0]
     parts.append(machine_heading(key, entry["machine"]).replace(
         "### ", "#### ", 1))
-    parts.append("%s (`benchmarks/speed/bench_serving_precision.py`)." %
-                 provenance(entry))
+    parts.append("%s (`benchmarks/speed/%s`)." % (provenance(entry), script))
     parts += [markdown_table(t) for t in entry["tables"]]
   if not parts:
-    return ("Not recorded yet: run `benchmarks/speed/"
-            "bench_serving_precision.py`.")
+    return "Not recorded yet: run `benchmarks/speed/%s`." % script
   return "\n\n".join(parts)
 
 
@@ -746,8 +749,10 @@ def render(records):
             (TRAINING_PAGE, "bfloat16-speed"): bfloat16_speed_block(kept),
             (TRAINING_PAGE, "memory"): memory_block(kept),
             (FINE_TUNING_PAGE, "time"): time_block(kept),
-            (SERVING_PAGE, "serving-precision"): serving_precision_block(
-                kept),
+            (SERVING_PAGE, "serving-precision"): newest_tables_block(
+                kept, SERVING_PRECISION, "bench_serving_precision.py"),
+            (TRAINING_PAGE, "unpadded"): newest_tables_block(
+                kept, REAL_TEXT, "bench_pretraining.py"),
             (README, "glance"): glance_block(kept)}
   for name in OUTPUTS:
     blocks[OUTPUT_PAGES.get(name, README), name] = output_block(kept, name)
