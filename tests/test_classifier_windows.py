@@ -1,0 +1,213 @@
+"""--long_text=windows: the windows of hand-worked examples, their records,
+the model's mean over real windows, and the flags' checks."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import modeling
+from runner_lib.classifier import data
+from runner_lib.classifier import features
+from runner_lib.classifier import task as classifier_task
+from runner_lib.classifier import windows as windows_lib
+from runner_lib.core import errors
+from runner_lib.core.inputs import packing
+import tokenization
+from tests.test_modeling import tiny_config
+
+
+def tokens(prefix, count):
+  return ["%s%d" % (prefix, i) for i in range(count)]
+
+
+def layouts(len_a, len_b, seq_length, stride=None, max_windows=8):
+  windows = windows_lib.check_windows(stride, max_windows, seq_length,
+                                      pair=bool(len_b))
+  return windows_lib.window_layouts(tokens("a", len_a),
+                                    tokens("b", len_b), seq_length, windows)
+
+
+def test_text_a_is_windowed_and_text_b_kept_whole_in_each():
+  # max_seq_length 10, a pair: 7 tokens of room, text_b takes 2, so each
+  # window holds 5 of text_a; the default stride is (10 - 3) // 2 = 3.
+  got, cut = layouts(12, 2, 10)
+  assert not cut
+  want_a = [["a0", "a1", "a2", "a3", "a4"], ["a3", "a4", "a5", "a6", "a7"],
+            ["a6", "a7", "a8", "a9", "a10"], ["a9", "a10", "a11"]]
+  assert [t for t, _ in got] == [
+      ["[CLS]"] + a + ["[SEP]", "b0", "b1", "[SEP]"] for a in want_a]
+  assert [s for _, s in got] == [
+      [0] * (len(a) + 2) + [1, 1, 1] for a in want_a]
+
+
+def test_a_long_text_b_is_cut_at_its_end_to_leave_text_a_half():
+  # 7 tokens of room: text_a keeps 7 // 2 = 3, text_b its first 4.
+  got, cut = layouts(12, 6, 10)
+  assert not cut
+  assert [t for t, _ in got] == [
+      ["[CLS]"] + ["a%d" % i for i in range(s, s + 3)] +
+      ["[SEP]", "b0", "b1", "b2", "b3", "[SEP]"] for s in (0, 3, 6, 9)]
+
+
+@pytest.mark.parametrize("len_a,len_b", [(3, 2), (0, 3), (2, 9), (3, 30),
+                                         (7, 0), (8, 0), (3, 4)])
+def test_what_one_window_holds_is_the_original_layout(len_a, len_b):
+  # Fits, or text_a is at most half the room (the original then cuts
+  # text_b alone, at its end), or a single text within the window.
+  got, cut = layouts(len_a, len_b, 10)
+  assert not cut
+  assert got == [packing.pair_layout(tokens("a", len_a), tokens("b", len_b),
+                                     10)]
+
+
+def test_max_windows_keeps_the_first_windows_and_says_so():
+  # A single text of 15 at max_seq_length 8: 6 tokens of room, stride 2:
+  # windows at 0, 2, ..., 10, the first to reach a14 the last, shorter:
+  # 6 of them.
+  got, cut = layouts(15, 0, 8, stride=2, max_windows=6)
+  assert not cut and len(got) == 6
+  assert got[-2][0] == ["[CLS]"] + tokens("a", 15)[8:14] + ["[SEP]"]
+  assert got[-1][0] == ["[CLS]"] + tokens("a", 15)[10:] + ["[SEP]"]
+  got, cut = layouts(15, 0, 8, stride=2, max_windows=4)
+  assert cut
+  assert [t[1:-1] for t, _ in got] == [tokens("a", 15)[s:s + 6]
+                                       for s in (0, 2, 4, 6)]
+
+
+def test_windows_cover_text_a_stride_apart_within_the_length():
+  rng = np.random.RandomState(0)
+  for _ in range(300):
+    seq_length = int(rng.randint(5, 40))
+    len_b = int(rng.randint(0, 3 * seq_length))
+    len_a = int(rng.randint(0, 6 * seq_length))
+    room = windows_lib.smallest_room(seq_length, bool(len_b))
+    stride = int(rng.randint(1, room + 1))
+    windows = windows_lib.Windows(stride, 1000)
+    spans, keep_b, cut = windows_lib.window_spans(len_a, len_b, seq_length,
+                                                  windows)
+    assert not cut
+    assert [s for s, _ in spans] == [i * stride for i in range(len(spans))]
+    assert spans[-1][0] + spans[-1][1] == len_a
+    assert len({length for _, length in spans[:-1]}) <= 1
+    special = 3 if len_b else 2
+    assert all(length + keep_b + special <= seq_length
+               for _, length in spans)
+    # text_b whole unless text_a would keep less than half the room.
+    assert keep_b == len_b or spans[0][1] == min(len_a,
+                                                 (seq_length - 3) // 2)
+
+
+def test_bad_window_flags_name_the_flag():
+  with pytest.raises(errors.InputError, match=(
+      r"--window_stride=63 is larger than the room text_a has in a window "
+      r"\(62 tokens at --max_seq_length=128, where text_b may take the "
+      r"other half\).*--window_stride=62 or less")):
+    windows_lib.check_windows(63, 8, 128, pair=True)
+  # A single text has the whole window.
+  assert windows_lib.check_windows(126, 8, 128, pair=False).stride == 126
+  with pytest.raises(errors.InputError, match="--window_stride=127 is"):
+    windows_lib.check_windows(127, 8, 128, pair=False)
+  with pytest.raises(errors.InputError,
+                     match="--window_stride must be at least 1, got 0"):
+    windows_lib.check_windows(0, 8, 128, pair=True)
+  with pytest.raises(errors.InputError,
+                     match="--max_windows must be at least 1, got 0"):
+    windows_lib.check_windows(None, 0, 128, pair=True)
+  with pytest.raises(errors.InputError, match=(
+      "--max_seq_length=4 leaves text_a no room beside the special tokens "
+      "and text_b")):
+    windows_lib.check_windows(None, 8, 4, pair=True)
+  assert windows_lib.check_windows(None, 8, 512, pair=True) == (
+      windows_lib.Windows(254, 8))
+
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "one", "two", "three",
+         "four", "five", "six", "yes"]
+
+
+@pytest.fixture
+def tokenizer(tmp_path):
+  (tmp_path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+  return tokenization.FullTokenizer(str(tmp_path / "vocab.txt"))
+
+
+def test_an_example_is_its_windows_padded_with_a_window_mask(tokenizer,
+                                                              caplog):
+  example = data.InputExample("x", "one two three four five six", "yes",
+                              "1")
+  windows = windows_lib.Windows(stride=2, max_windows=4)
+  feature, cut = features.convert_windowed_example(example, ["0", "1"], 8,
+                                                   tokenizer, windows)
+  assert not cut and feature.label_id == 1 and feature.is_real_example
+  # 5 tokens of room, 1 for "yes": windows of 4 at 0 and 2.
+  assert feature.input_ids == [[2, 5, 6, 7, 8, 3, 11, 3],
+                               [2, 7, 8, 9, 10, 3, 11, 3],
+                               [0] * 8, [0] * 8]
+  assert feature.input_mask == [[1] * 8, [1] * 8, [0] * 8, [0] * 8]
+  assert feature.segment_ids == [[0] * 6 + [1] * 2] * 2 + [[0] * 8] * 2
+  assert feature.window_mask == [1, 1, 0, 0]
+  _, cut = features.convert_windowed_example(
+      example, ["0", "1"], 8, tokenizer, windows_lib.Windows(1, 2))
+  assert cut
+  with caplog.at_level("WARNING"):
+    features.to_features([example, data.InputExample("y", "one", None, "0")],
+                         ["0", "1"], 8, tokenizer, windows_lib.Windows(1, 2))
+  assert ("1 of 2 examples have more than --max_windows=2 windows" in
+          caplog.text)
+
+
+def test_records_round_trip_with_batch_padding(tokenizer, tmp_path):
+  examples = [data.InputExample(str(i), "one two three four five six " * i,
+                                "yes", "01"[i % 2]) for i in range(3)]
+  path = str(tmp_path / "eval.tf_record")
+  windows = windows_lib.Windows(stride=3, max_windows=3)
+  assert features.write_features(examples, ["0", "1"], 8, tokenizer, path,
+                                 batch_size=4, windows=windows) == 3
+  task = classifier_task.ClassificationTask(tiny_config(), 8, ["0", "1"],
+                                            max_windows=3)
+  schema = task.name_to_features(False)
+  got = [tf.io.parse_single_example(r, schema) for r in
+         tf.data.TFRecordDataset(path)]
+  assert len(got) == 4
+  want = features.to_features(examples, ["0", "1"], 8, tokenizer, windows)
+  for record, feature in zip(got, want):
+    for name in ("input_ids", "input_mask", "segment_ids", "window_mask"):
+      np.testing.assert_array_equal(record[name], getattr(feature, name))
+  # 4 tokens of text_a a window, 3 apart: 0, 6 and 12 tokens take 1, 2
+  # and 4 windows (3 kept); the batch's padding none.
+  assert [int(r["window_mask"].numpy().sum()) for r in got] == [1, 2, 3, 0]
+  assert [int(r["is_real_example"]) for r in got] == [1, 1, 1, 0]
+  assert task.sequence_features(True) == ("input_ids", "input_mask",
+                                          "segment_ids")
+
+
+@pytest.mark.parametrize("skip_padding", [False, True])
+def test_logits_are_the_mean_over_real_windows(skip_padding):
+  config = tiny_config()
+  model = modeling.BertClassifier(
+      config, 3, seed=1,
+      options=modeling.ComputeOptions(skip_padding=skip_padding))
+  rng = np.random.RandomState(0)
+  real = np.array([2, 4, 1, 0])  # windows per example; the last is padding
+  mask = np.zeros([4, 4, 10], np.int32)
+  for b, count in enumerate(real):
+    for w in range(count):
+      mask[b, w, :rng.randint(3, 11)] = 1
+  ids = rng.randint(5, config.vocab_size, mask.shape) * mask
+  segments = (np.arange(10) >= 6) * mask
+  window_mask = mask.max(-1)
+  got = model({"input_ids": ids, "input_mask": mask, "segment_ids": segments,
+               "window_mask": window_mask}, training=False).numpy()
+  # Each window alone, through the original's [B, T] path.
+  each = model({"input_ids": ids.reshape(-1, 10),
+                "input_mask": mask.reshape(-1, 10),
+                "segment_ids": segments.reshape(-1, 10)},
+               training=False).numpy().reshape(4, 4, 3)
+  want = np.stack([each[b, :n].mean(0) if n else np.zeros(3)
+                   for b, n in enumerate(real)])
+  # float32 rounding of a few hundred products of O(1) values.
+  np.testing.assert_allclose(got, want, atol=1e-5)
+  # Without a window_mask, a window with a real token is real.
+  np.testing.assert_allclose(
+      model({"input_ids": ids, "input_mask": mask, "segment_ids": segments},
+            training=False), got, atol=1e-6)
