@@ -292,3 +292,59 @@ def test_windows_learn_a_label_past_the_cut_that_truncation_cannot(tmp_path):
   np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-5)
   assert np.mean(probabilities.argmax(-1) == test_labels) >= 0.8
   print("dev accuracy (max_seq_length %d): %s" % (LONG_SEQ, accuracy))
+
+
+@pytest.mark.slow
+def test_the_export_windows_texts_as_run_classifier_predicts(tmp_path):
+  from tests import conftest  # pylint: disable=g-import-not-at-top
+  from tests import reference  # pylint: disable=g-import-not-at-top
+  from tests import test_export_saved_model  # pylint: disable=g-import-not-at-top
+  folder, _ = long_text_folder(tmp_path / "long")
+  rows = [line.split("\t") for line in
+          (folder / "test.tsv").read_text().splitlines()[1:]]
+  # A short pair and one with a long text_b, beside the long texts.
+  rows[0][3], rows[1][4] = "the cat sat", " ".join(["dog park"] * 30)
+  (folder / "test.tsv").write_text("header\n" + "".join(
+      "\t".join(row) + "\n" for row in rows))
+  config_file, prefix, _ = reference.write_task_checkpoint(
+      tmp_path, modeling.BertConfig(**json_config(folder)))
+  # A stride of 10 and at most 4 windows: 70 to 90 tokens need 5 to 7, so
+  # the cap cuts most examples.
+  common = {"vocab_file": str(folder / "vocab.txt"),
+            "bert_config_file": str(config_file), "init_checkpoint": prefix,
+            "max_seq_length": str(LONG_SEQ), "long_text": "windows",
+            "window_stride": "10", "max_windows": "4"}
+  predicted, exported = conftest.run_scripts([
+      ("run_classifier.py", dict(common, task_name="MRPC",
+                                 data_dir=str(folder), do_predict="true",
+                                 predict_batch_size="4", strategy="default",
+                                 output_dir=str(tmp_path / "out"))),
+      ("export_saved_model.py", dict(common, task="classifier",
+                                     task_name="MRPC",
+                                     export_dir=str(tmp_path / "export")))])
+  assert predicted.returncode == 0, predicted.stderr[-3000:]
+  assert exported.returncode == 0, exported.stderr[-3000:]
+  assert "examples have more than --max_windows=4 windows" in (
+      predicted.stderr)
+  want = test_export_saved_model.read_probabilities(
+      tmp_path / "out" / "test_results.tsv")
+  path = str(tmp_path / "export")
+  got = test_export_saved_model.load_isolated(tmp_path, {
+      "texts": {"path": path, "signature": "serving_default",
+                "inputs": {"text_a": [r[3] for r in rows],
+                           "text_b": [r[4] for r in rows]}},
+      "examples": {"path": path, "signature": "serve_examples",
+                   "inputs": {"examples": [
+                       test_export_saved_model.serialized_example(r[3], r[4])
+                       for r in rows[:3]]}}})
+  assert want.shape == (len(rows), 2)
+  # float32 rounding: the same windows, other batch-mates and lengths.
+  np.testing.assert_allclose(got["texts"]["probabilities"], want, atol=1e-5)
+  assert got["texts"]["label"] == [str(i) for i in want.argmax(-1)]
+  np.testing.assert_allclose(got["examples"]["probabilities"], want[:3],
+                             atol=1e-5)
+
+
+def json_config(folder):
+  import json  # pylint: disable=g-import-not-at-top
+  return json.loads((folder / "bert_config.json").read_text())

@@ -23,8 +23,11 @@ the serving module (serving/modules.py, ClassifierModule).
 
 import dataclasses
 
+import tensorflow as tf
+
 from runner_lib.core import errors
 from runner_lib.core.inputs import packing
+import tokenization
 
 # Special tokens of a pair ([CLS] A [SEP] B [SEP]) and of a single text.
 PAIR_SPECIALS = 3
@@ -148,3 +151,57 @@ def window_layouts(tokens_a, tokens_b, max_seq_length, windows):
                                  tokens_b[:keep_b], max_seq_length)
              for start, length in spans]
   return layouts, cut
+
+
+def graph_window_inputs(ids_a, ids_b, seq_length, windows, cls_id, sep_id):
+  """window_layouts over a batch, as TensorFlow ops (for a SavedModel):
+  every example's windows packed and padded, [B, W, T] as the records hold
+  them (W the batch's most windows, not max_windows).
+
+  Args:
+    ids_a: int RaggedTensor [B, (A)], text_a's WordPiece ids.
+    ids_b: int RaggedTensor [B, (B')], text_b's, or None (single texts).
+    seq_length: int, max_seq_length.
+    windows: Windows.
+    cls_id: int, the [CLS] id.
+    sep_id: int, the [SEP] id.
+
+  Returns:
+    (inputs, window_mask): inputs a dict of int32 [B, W, seq_length],
+    input_ids, input_mask and segment_ids; window_mask int32 [B, W], 1 for
+    an example's windows.
+  """
+  ids_a = tf.cast(ids_a, tf.int64)
+  len_a = ids_a.row_lengths()
+  len_b = (tf.zeros_like(len_a) if ids_b is None else
+           tf.cast(ids_b, tf.int64).row_lengths())
+  # window_spans, for every example at once.
+  room_total = seq_length - tf.where(len_b > 0, tf.constant(
+      PAIR_SPECIALS, tf.int64), SINGLE_SPECIALS)
+  room = tf.maximum(room_total - len_b, tf.minimum(len_a, room_total // 2))
+  keep_b = tf.minimum(len_b, room_total - room)
+  stride = tf.constant(windows.stride, tf.int64)
+  count = tf.where(len_a <= room, tf.ones_like(len_a),
+                   (len_a - room + stride - 1) // stride + 1)
+  count = tf.minimum(count, windows.max_windows)  # [B]
+  example = tf.repeat(tf.range(tf.size(count, out_type=tf.int64)), count)
+  start = tf.ragged.range(count).flat_values * stride  # [N]
+  length = tf.minimum(tf.gather(room, example),
+                      tf.gather(len_a, example) - start)
+  segments = [tf.gather(ids_a.flat_values, tf.ragged.range(
+      start, start + length) + tf.gather(ids_a.row_starts(),
+                                         example)[:, tf.newaxis])]
+  if ids_b is not None:
+    ids_b = tf.cast(ids_b, tf.int64)
+    segments.append(tf.gather(ids_b.flat_values, tf.ragged.range(
+        tf.gather(keep_b, example)) + tf.gather(ids_b.row_starts(),
+                                                example)[:, tf.newaxis]))
+  # Each window fits: packing cuts nothing, and lays out and pads as the
+  # runner's packing.pair_layout and pad_features.
+  packed = tokenization.pack_inputs(segments, seq_length, cls_id,
+                                    sep_id)  # [N, T]
+  inputs = {name: tf.RaggedTensor.from_row_lengths(value, count).to_tensor()
+            for name, value in packed.items()}  # [B, W, T]
+  window_mask = tf.RaggedTensor.from_row_lengths(
+      tf.ones_like(example, tf.int32), count).to_tensor()  # [B, W]
+  return inputs, window_mask
