@@ -348,3 +348,42 @@ def test_the_export_windows_texts_as_run_classifier_predicts(tmp_path):
 def json_config(folder):
   import json  # pylint: disable=g-import-not-at-top
   return json.loads((folder / "bert_config.json").read_text())
+
+
+@pytest.mark.slow
+def test_bad_long_text_flags_are_named_before_any_work(tmp_path):
+  from tests import conftest  # pylint: disable=g-import-not-at-top
+  from tests import test_run_classifier  # pylint: disable=g-import-not-at-top
+  folder, _ = long_text_folder(tmp_path / "long")
+  args = test_run_classifier.base_args(folder, tmp_path / "out",
+                                       do_train="true")
+  export = {"task": "ner", "vocab_file": str(folder / "vocab.txt"),
+            "bert_config_file": str(folder / "bert_config.json"),
+            "init_checkpoint": str(tmp_path / "none"),
+            "export_dir": str(tmp_path / "export")}
+  cases = [
+      ("run_classifier.py", dict(args, long_text="windows",
+                                 window_stride="11"),
+       "--window_stride=11 is larger than the room text_a has in a window "
+       "(10 tokens at --max_seq_length=24, where text_b may take the other "
+       "half): windows would skip text."),
+      ("run_classifier.py", dict(args, max_windows="4"),
+       "--max_windows is for --long_text=windows (got "
+       "--long_text=truncate)."),
+      ("run_classifier.py", dict(args, long_text="windows", max_windows="0"),
+       "--max_windows must be at least 1, got 0."),
+      ("export_saved_model.py", dict(export, long_text="windows"),
+       "--long_text is for --task=classifier (got --task=ner)."),
+      ("export_saved_model.py", dict(export, task="classifier",
+                                     task_name="MRPC", long_text="windows",
+                                     precision="bfloat16"),
+       "--long_text=windows exports in --precision=float32 only"),
+  ]
+  results = conftest.run_scripts([(script, flags)
+                                  for script, flags, _ in cases])
+  for (script, _, message), result in zip(cases, results):
+    assert result.returncode == 1, (script, result.stderr[-2000:])
+    assert message in result.stderr, (message, result.stderr[-2000:])
+    assert "Traceback" not in result.stderr
+  assert not (tmp_path / "out").exists()
+  assert not (tmp_path / "export").exists()
