@@ -296,6 +296,8 @@ def test_windows_learn_a_label_past_the_cut_that_truncation_cannot(tmp_path):
 
 @pytest.mark.slow
 def test_the_export_windows_texts_as_run_classifier_predicts(tmp_path):
+  # Also: run_classifier's trimmed batches (windows of padding skipped)
+  # predict as its full-length ones (every window computed).
   from tests import conftest  # pylint: disable=g-import-not-at-top
   from tests import reference  # pylint: disable=g-import-not-at-top
   from tests import test_export_saved_model  # pylint: disable=g-import-not-at-top
@@ -314,20 +316,25 @@ def test_the_export_windows_texts_as_run_classifier_predicts(tmp_path):
             "bert_config_file": str(config_file), "init_checkpoint": prefix,
             "max_seq_length": str(LONG_SEQ), "long_text": "windows",
             "window_stride": "10", "max_windows": "4"}
-  predicted, exported = conftest.run_scripts([
-      ("run_classifier.py", dict(common, task_name="MRPC",
-                                 data_dir=str(folder), do_predict="true",
-                                 predict_batch_size="4", strategy="default",
-                                 output_dir=str(tmp_path / "out"))),
+  predict = dict(common, task_name="MRPC", data_dir=str(folder),
+                 do_predict="true", predict_batch_size="4",
+                 strategy="default", output_dir=str(tmp_path / "out"))
+  predicted, full_length, exported = conftest.run_scripts([
+      ("run_classifier.py", predict),
+      # Batches of full length, every window computed.
+      ("run_classifier.py", dict(predict, trim_padding="false",
+                                 output_dir=str(tmp_path / "full"))),
       ("export_saved_model.py", dict(common, task="classifier",
                                      task_name="MRPC",
                                      export_dir=str(tmp_path / "export")))])
-  assert predicted.returncode == 0, predicted.stderr[-3000:]
-  assert exported.returncode == 0, exported.stderr[-3000:]
+  for result in (predicted, full_length, exported):
+    assert result.returncode == 0, result.stderr[-3000:]
   assert "examples have more than --max_windows=4 windows" in (
       predicted.stderr)
   want = test_export_saved_model.read_probabilities(
       tmp_path / "out" / "test_results.tsv")
+  np.testing.assert_allclose(test_export_saved_model.read_probabilities(
+      tmp_path / "full" / "test_results.tsv"), want, atol=1e-5)
   path = str(tmp_path / "export")
   got = test_export_saved_model.load_isolated(tmp_path, {
       "texts": {"path": path, "signature": "serving_default",

@@ -78,7 +78,8 @@ def check_windows(stride, max_windows, max_seq_length, pair):
 
   Raises:
     errors.InputError: naming the flag: a stride below 1 or above text_a's
-      smallest room (windows would skip tokens), max_windows below 1.
+      smallest room (windows would skip tokens), max_windows below 1, a
+      max_seq_length that leaves text_a no room.
   """
   if stride is None:
     stride = default_stride(max_seq_length)
