@@ -291,6 +291,16 @@ def test_windows_learn_a_label_past_the_cut_that_truncation_cannot(tmp_path):
   assert probabilities.shape == (16, 2)
   np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-5)
   assert np.mean(probabilities.argmax(-1) == test_labels) >= 0.8
+  # The checkpoint trained on windows is the original's variables: it
+  # predicts truncated (and only windows see the keywords).
+  result = conftest.run_script("run_classifier.py", dict(
+      runs["truncate"], do_train="false", do_eval="false",
+      init_checkpoint=str(tmp_path / "windows"),
+      output_dir=str(tmp_path / "truncate_from_windows")))
+  assert result.returncode == 0, result.stderr[-3000:]
+  rows = (tmp_path / "truncate_from_windows" /
+          "test_results.tsv").read_text().splitlines()
+  assert len(rows) == 16
   print("dev accuracy (max_seq_length %d): %s" % (LONG_SEQ, accuracy))
 
 
@@ -309,7 +319,8 @@ def test_the_export_windows_texts_as_run_classifier_predicts(tmp_path):
   (folder / "test.tsv").write_text("header\n" + "".join(
       "\t".join(row) + "\n" for row in rows))
   config_file, prefix, _ = reference.write_task_checkpoint(
-      tmp_path, modeling.BertConfig(**json_config(folder)))
+      tmp_path, modeling.BertConfig.from_json_file(
+          str(folder / "bert_config.json")))
   # A stride of 10 and at most 4 windows: 70 to 90 tokens need 5 to 7, so
   # the cap cuts most examples.
   common = {"vocab_file": str(folder / "vocab.txt"),
@@ -351,10 +362,6 @@ def test_the_export_windows_texts_as_run_classifier_predicts(tmp_path):
   np.testing.assert_allclose(got["examples"]["probabilities"], want[:3],
                              atol=1e-5)
 
-
-def json_config(folder):
-  import json  # pylint: disable=g-import-not-at-top
-  return json.loads((folder / "bert_config.json").read_text())
 
 
 @pytest.mark.slow
