@@ -13,6 +13,10 @@ from runner_lib.classifier import windows as windows_lib
 from runner_lib.core import errors
 from runner_lib.core.inputs import packing
 import tokenization
+from tests import conftest
+from tests import reference
+from tests import test_export_saved_model
+from tests import test_run_classifier
 from tests.test_modeling import tiny_config
 
 
@@ -226,7 +230,6 @@ FILLER = ["the", "cat", "dog", "sat", "ran", "on", "mat", "park"]
 
 def long_text_folder(directory, seed=0):
   """MRPC-format files whose label only a keyword past the cut carries."""
-  from tests import test_run_classifier  # pylint: disable=g-import-not-at-top
   rng = np.random.RandomState(seed)
   header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
 
@@ -260,8 +263,6 @@ def long_text_folder(directory, seed=0):
 
 @pytest.mark.slow
 def test_windows_learn_a_label_past_the_cut_that_truncation_cannot(tmp_path):
-  from tests import conftest  # pylint: disable=g-import-not-at-top
-  from tests import test_run_classifier  # pylint: disable=g-import-not-at-top
   folder, test_labels = long_text_folder(tmp_path / "long")
   runs = {mode: test_run_classifier.base_args(
       folder, tmp_path / mode, max_seq_length=str(LONG_SEQ),
@@ -308,9 +309,6 @@ def test_windows_learn_a_label_past_the_cut_that_truncation_cannot(tmp_path):
 def test_the_export_windows_texts_as_run_classifier_predicts(tmp_path):
   # Also: run_classifier's trimmed batches (windows of padding skipped)
   # predict as its full-length ones (every window computed).
-  from tests import conftest  # pylint: disable=g-import-not-at-top
-  from tests import reference  # pylint: disable=g-import-not-at-top
-  from tests import test_export_saved_model  # pylint: disable=g-import-not-at-top
   folder, _ = long_text_folder(tmp_path / "long")
   rows = [line.split("\t") for line in
           (folder / "test.tsv").read_text().splitlines()[1:]]
@@ -366,8 +364,6 @@ def test_the_export_windows_texts_as_run_classifier_predicts(tmp_path):
 
 @pytest.mark.slow
 def test_bad_long_text_flags_are_named_before_any_work(tmp_path):
-  from tests import conftest  # pylint: disable=g-import-not-at-top
-  from tests import test_run_classifier  # pylint: disable=g-import-not-at-top
   folder, _ = long_text_folder(tmp_path / "long")
   args = test_run_classifier.base_args(folder, tmp_path / "out",
                                        do_train="true")
