@@ -74,7 +74,8 @@ demo: $(VENV_STAMP) $(KERNELS)
 # longest: BERT-Large steps at up to seq 512) (benchmarks/speed/); then
 # the report renders the
 # pages' tables from the records. Not here: bench_hf_classifier (make
-# benchmark-hf), bench_gpu*.py (a GPU machine), quality.py (make quality),
+# benchmark-hf), bench_gpu*.py (a GPU machine), bench_windows
+# (--long_text=windows' padding windows, no page's table), quality.py (make quality),
 # profiling/ and checks/ (benchmarks/README.md). Run it on a quiet
 # machine: the sides alternate, but noise still widens the spread.
 benchmark: $(VENV_STAMP) $(KERNELS)

@@ -22,6 +22,10 @@ SavedModel (int8 calibrated on --calibration_file), served between the
 SavedModel's own tokenizer and post-processing
 (runner_lib/serving/openvino_model.py, docs/serving.md); a bfloat16
 SavedModel stores its matmul weights in bfloat16.
+
+--task=classifier --long_text=windows (with run_classifier.py's
+--window_stride and --max_windows) windows long texts in the graph as
+run_classifier.py does, one result per example (float32 only).
 """
 
 import os
@@ -37,6 +41,7 @@ import tensorflow as tf
 
 import modeling
 from runner_lib.classifier import data as classifier_data
+from runner_lib.classifier import options as classifier_options
 from runner_lib.classifier import task as classifier_task
 from runner_lib.core import errors
 from runner_lib.core.cli import flags as runner_flags
@@ -73,6 +78,8 @@ flags.DEFINE_string("calibration_file", None,
                     "\"text_b\": ...}), the task's own examples; the "
                     "first %d calibrate the activations' int8 ranges." %
                     openvino_model.MAX_CALIBRATION)
+# --task=classifier: run_classifier.py's --long_text windows.
+classifier_options.define_long_text_flags()
 # --task=ner: run_ner.py's tags and tagger (fine-tuned or feature-based).
 ner_options.define_model_flags()
 # --task=squad: run_squad.py's windows, n-best search and threshold.
@@ -91,12 +98,14 @@ def build_module(config, options):
     if not FLAGS.task_name:
       raise errors.InputError("--task=classifier needs --task_name.")
     processor = classifier_data.get_processor(FLAGS.task_name)
+    pair = processor.COLUMNS[1] is not None
     model = classifier_task.ClassificationTask(
         config, FLAGS.max_seq_length,
         processor.get_labels()).model_builder(skip_padding=True,
                                               options=options)()
-    return modules.ClassifierModule(model, *common, processor.get_labels(),
-                                    pair=processor.COLUMNS[1] is not None)
+    return modules.ClassifierModule(
+        model, *common, processor.get_labels(), pair=pair,
+        windows=classifier_options.windows_from_flags(pair))
   if FLAGS.task == "squad":
     squad_options.check_flags()
     model = squad_task.SquadTask(config,
@@ -130,6 +139,17 @@ def check_flags():
   if FLAGS.calibration_file and FLAGS.precision != "int8":
     raise errors.InputError("--calibration_file is for --precision=int8 "
                             "(got --precision=%s)." % FLAGS.precision)
+  long_text = [name for name in ("long_text", "window_stride",
+                                  "max_windows") if FLAGS[name].present]
+  if long_text and FLAGS.task != "classifier":
+    raise errors.InputError("--%s is for --task=classifier (got --task=%s)."
+                            % (long_text[0], FLAGS.task))
+  if FLAGS.long_text == "windows" and FLAGS.precision != "float32":
+    # OpenVINO's model would take the windows' [B, W, T] inputs and their
+    # mean, which nothing here has converted or checked.
+    raise errors.InputError(
+        "--long_text=windows exports in --precision=float32 only (got "
+        "--precision=%s)." % FLAGS.precision)
   if FLAGS.precision != "float32" and FLAGS.task == "preprocessor":
     raise errors.InputError("--task=preprocessor has no model: "
                             "--precision does not apply.")

@@ -11,6 +11,10 @@ The original command line works unchanged, e.g. the README's MRPC example:
 
 Tasks: cola, mnli (mnli-mm for the mismatched dev set), mrpc, sst-2, sts-b
 (regression), qqp, qnli, rte, wnli, xnli.
+
+--long_text=windows (beyond the original) reads a text_a longer than
+max_seq_length as several windows and averages their logits
+(runner_lib/classifier/windows.py).
 """
 
 import os
@@ -25,6 +29,7 @@ from absl import flags
 
 from runner_lib.classifier import data
 from runner_lib.classifier import features
+from runner_lib.classifier import options
 from runner_lib.classifier import predictions
 from runner_lib.classifier import task as classifier_task
 from runner_lib.core.cli import flags as runner_flags
@@ -40,15 +45,18 @@ flags.DEFINE_string("task_name", None, "Required. The name of the task.")
 runner_flags.define_model_flags()
 runner_flags.define_finetuning_flags()
 runner_flags.define_tpu_flags()
+options.define_long_text_flags()
 
 
 def main(_):
   strategy = distribute.get_strategy(**runner_flags.tpu_flag_values())
   per_replica = runner_flags.check_finetuning_flags(strategy)
   processor = data.get_processor(FLAGS.task_name)
+  windows = options.windows_from_flags(pair=processor.COLUMNS[1] is not None)
   config, tokenizer = runner_flags.config_and_tokenizer()
   task = classifier_task.ClassificationTask(
-      config, FLAGS.max_seq_length, processor.get_labels(), processor.METRICS)
+      config, FLAGS.max_seq_length, processor.get_labels(), processor.METRICS,
+      max_windows=windows and windows.max_windows)
   train_examples = (processor.get_train_examples(FLAGS.data_dir)
                     if FLAGS.do_train else [])
   trainer = runner.finetuning_trainer(strategy, task,
@@ -57,7 +65,8 @@ def main(_):
   if FLAGS.do_train:
     train_file = os.path.join(FLAGS.output_dir, "train.tf_record")
     features.write_features(train_examples, task.label_list,
-                            FLAGS.max_seq_length, tokenizer, train_file)
+                            FLAGS.max_seq_length, tokenizer, train_file,
+                            windows=windows)
     runner.train_on_records(trainer, task, train_file,
                             len(train_examples), per_replica)
 
@@ -66,7 +75,8 @@ def main(_):
     eval_file = os.path.join(FLAGS.output_dir, "eval.tf_record")
     count = features.write_features(eval_examples, task.label_list,
                                     FLAGS.max_seq_length, tokenizer,
-                                    eval_file, FLAGS.eval_batch_size)
+                                    eval_file, FLAGS.eval_batch_size,
+                                    windows)
     outputs = runner.predict_on_records(
         trainer, task, eval_file, count, FLAGS.eval_batch_size, "evaluation")
     runner.write_eval_results(trainer, task.eval_results(outputs))
@@ -76,7 +86,8 @@ def main(_):
     predict_file = os.path.join(FLAGS.output_dir, "predict.tf_record")
     count = features.write_features(test_examples, task.label_list,
                                     FLAGS.max_seq_length, tokenizer,
-                                    predict_file, FLAGS.predict_batch_size)
+                                    predict_file, FLAGS.predict_batch_size,
+                                    windows)
     outputs = runner.predict_on_records(
         trainer, task, predict_file, count, FLAGS.predict_batch_size)
     if trainer.chief:

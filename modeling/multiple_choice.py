@@ -46,11 +46,7 @@ class BertMultipleChoice(task_model.BertTaskModel):
     Returns:
       float [B, C] logits.
     """
-    input_ids = tf.convert_to_tensor(inputs["input_ids"])
-    length = tf.shape(input_ids)[-1]
-    flat = {key: tf.reshape(inputs[key], [-1, length])  # [B*C, T]
-            for key in ("input_ids", "input_mask", "segment_ids")
-            if key in inputs}
+    flat = task_model.flat_sequences(inputs)  # [B*C, T]
     pooled = self.bert(flat, training=training)["pooled_output"]  # [B*C, H]
     scores = self.choice_scores(pooled, training=training)  # [B*C, 1]
     return tf.reshape(scores, [-1, self.num_choices])

@@ -36,3 +36,20 @@ class BertTaskModel(keras.Model):
       input_shape: shape of the int32 input_ids the model's call takes.
     """
     self.call({"input_ids": tf.zeros(input_shape, tf.int32)}, training=False)
+
+
+def flat_sequences(inputs):
+  """Several sequences per example as one batch of sequences, for the
+  models that score each (multiple choice, windows).
+
+  Args:
+    inputs: dict with "input_ids" and optional "input_mask",
+      "segment_ids", int [B, C, T] (other keys are left out).
+
+  Returns:
+    dict of the same keys, int [B*C, T], in example then sequence order.
+  """
+  length = tf.shape(inputs["input_ids"])[-1]
+  return {key: tf.reshape(inputs[key], [-1, length])  # [B*C, T]
+          for key in ("input_ids", "input_mask", "segment_ids")
+          if key in inputs}

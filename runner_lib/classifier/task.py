@@ -14,10 +14,12 @@ class ClassificationTask(task.LabelTask):
   a regression score (STS-B)."""
 
   HEADS = (modeling.ClassifierHead,)
-  # Reads the [CLS] position only.
+  # Reads the [CLS] position only (of each window, with windows; a window
+  # of padding alone is then skipped whole: BertClassifier.call_windows).
   SKIP_PADDING = True
 
-  def __init__(self, config, max_seq_length, label_list, metric_names=()):
+  def __init__(self, config, max_seq_length, label_list, metric_names=(),
+               max_windows=None):
     """Args:
       config: modeling.BertConfig.
       max_seq_length: int, the records' sequence length.
@@ -25,12 +27,17 @@ class ClassificationTask(task.LabelTask):
         regression (one output, squared error).
       metric_names: names of core/training/metrics.py functions for eval_results
         beside accuracy (for regression: instead of it).
+      max_windows: int, or None for the original's records of one sequence
+        per example; with it (--long_text=windows), records of that many
+        windows per example (features.convert_windowed_example), whose
+        mean logits the loss, predictions and metrics read.
     """
     super().__init__(config, max_seq_length)
     self.label_list = label_list
     self.metric_names = tuple(metric_names)
     self.regression = label_list is None
     self.num_labels = 1 if self.regression else len(label_list)
+    self.max_windows = max_windows
 
   def build_model(self, options=None):
     """BertClassifier with num_labels outputs."""
@@ -40,7 +47,14 @@ class ClassificationTask(task.LabelTask):
   def name_to_features(self, is_training):
     """The same records for training, evaluation and prediction."""
     del is_training
-    return features.name_to_features(self.max_seq_length, self.regression)
+    return features.name_to_features(self.max_seq_length, self.regression,
+                                     self.max_windows)
+
+  def sequence_features(self, is_training):
+    """The ids, mask and segments (named: window_mask's [max_windows] may be
+    as long as a sequence)."""
+    del is_training
+    return ("input_ids", "input_mask", "segment_ids")
 
   def per_example_loss(self, logits, labels):
     """Cross-entropy (squared error for a score), float32 [B]."""

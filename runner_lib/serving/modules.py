@@ -11,6 +11,7 @@ import functools
 import tensorflow as tf
 
 from modeling import layers
+from runner_lib.classifier import windows as windows_lib
 from runner_lib.core.inputs import input_pipeline
 import tokenization
 
@@ -167,15 +168,20 @@ class ServingModule(HoldsModel, tf.Module):
 
 class ClassifierModule(ServingModule):
   """run_classifier's model: text_a (and text_b for pair tasks) in;
-  probabilities, logits and the label out (a score for regression)."""
+  probabilities, logits and the label out (a score for regression). With
+  windows (--long_text=windows), a long text_a is cut into windows as
+  run_classifier cuts it and each example's logits are the mean of its
+  windows' (classifier/windows.py): still one result per example."""
 
   def __init__(self, model, vocab_file, do_lower_case, seq_length,
-               label_list, pair):
+               label_list, pair, windows=None):
     """Args: as ServingModule, and label_list: list of str (None for
-    regression); pair: bool, whether the task takes text_b."""
+    regression); pair: bool, whether the task takes text_b; windows: a
+    classifier.windows.Windows, or None to truncate as the original."""
     super().__init__(model, vocab_file, do_lower_case, seq_length)
     self.labels = tf.constant(label_list) if label_list else None
     self.pair = pair
+    self.windows = windows
     inputs = [string_spec("text_a")] + (
         [string_spec("text_b")] if pair else [])
     self.serve = function(self._serve, input_signature=inputs)
@@ -184,9 +190,17 @@ class ClassifierModule(ServingModule):
 
   def _prepare(self, text_a, text_b=None):
     """text_a: string [B]; text_b: string [B], pair tasks only. Returns
-    the trimmed model inputs and no state."""
+    the trimmed model inputs (int32 [B, T], or with windows [B, W, T] and
+    window_mask [B, W]) and no state."""
     segments = [text_a] if text_b is None else [text_a, text_b]
-    return trim_padding(self.preprocessor(segments)), {}
+    if self.windows is None:
+      return trim_padding(self.preprocessor(segments)), {}
+    ids = [self.tokenizer.tokenize_ids(segment) for segment in segments]
+    inputs, window_mask = windows_lib.graph_window_inputs(
+        ids[0], ids[1] if len(ids) > 1 else None,
+        self.preprocessor.seq_length, self.windows, self.preprocessor.cls_id,
+        self.preprocessor.sep_id)
+    return dict(trim_padding(inputs), window_mask=window_mask), {}
 
   def _core(self, inputs):
     return {"logits": tf.cast(self.model(inputs, training=False),
