@@ -35,7 +35,7 @@ REPORT_BLOCKS = {
                   "quickstart-serving"},
     "docs/results.md": {"results", "demo"},
     "docs/benchmarks.md": {"benchmarks", "benchmarks-figure"},
-    "docs/training.md": {"bfloat16-speed", "memory"},
+    "docs/training.md": {"bfloat16-speed", "memory", "unpadded"},
     "docs/fine-tuning.md": {"time"},
     "docs/serving.md": {"serving-precision"},
 }
