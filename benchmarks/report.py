@@ -89,6 +89,8 @@ SERVING_PRECISION = "bench_serving_precision"
 # bench_pretraining.py's real-text rows: docs/training.md, Unpadded
 # pre-training.
 REAL_TEXT = "bench_pretraining_real_text"
+# run_classifier.py --long_text on the built long pairs: docs/fine-tuning.md.
+LONG_TEXT = "long_text"
 # (page, block) in the order they are rendered and reported.
 BLOCKS = ((BENCHMARKS_PAGE, "benchmarks"),
           (BENCHMARKS_PAGE, "benchmarks-figure"),
@@ -97,6 +99,7 @@ BLOCKS = ((BENCHMARKS_PAGE, "benchmarks"),
           (TRAINING_PAGE, "memory"),
           (TRAINING_PAGE, "unpadded"),
           (FINE_TUNING_PAGE, "time"),
+          (FINE_TUNING_PAGE, "long-text"),
           (SERVING_PAGE, "serving-precision"),
           (README, "glance")) + tuple(
               (OUTPUT_PAGES.get(name, README), name) for name in OUTPUTS)
@@ -359,7 +362,8 @@ def machine_sections(records, title):
 
 
 def is_speed(entry):
-  return entry["benchmark"] not in OUTPUTS and entry["benchmark"] != QUALITY
+  return entry["benchmark"] not in OUTPUTS and entry["benchmark"] not in (
+      QUALITY, LONG_TEXT)
 
 
 def benchmarks_block(records):
@@ -563,18 +567,18 @@ def bfloat16_speed_block(records):
 
 def newest_tables_block(records, benchmark, script):
   """A page's measurements: the newest record of benchmark on each
-  machine, its tables whole; script: what makes the record
-  (benchmarks/speed/ file name)."""
+  machine, its tables whole; script: what makes the record (its path
+  under benchmarks/)."""
   parts = []
   for key, entries in by_machine(
       [e for e in records if e["benchmark"] == benchmark]):
     entry = entries[0]
     parts.append(machine_heading(key, entry["machine"]).replace(
         "### ", "#### ", 1))
-    parts.append("%s (`benchmarks/speed/%s`)." % (provenance(entry), script))
+    parts.append("%s (`benchmarks/%s`)." % (provenance(entry), script))
     parts += [markdown_table(t) for t in entry["tables"]]
   if not parts:
-    return "Not recorded yet: run `benchmarks/speed/%s`." % script
+    return "Not recorded yet: run `benchmarks/%s`." % script
   return "\n\n".join(parts)
 
 
@@ -750,9 +754,11 @@ def render(records):
             (TRAINING_PAGE, "memory"): memory_block(kept),
             (FINE_TUNING_PAGE, "time"): time_block(kept),
             (SERVING_PAGE, "serving-precision"): newest_tables_block(
-                kept, SERVING_PRECISION, "bench_serving_precision.py"),
+                kept, SERVING_PRECISION, "speed/bench_serving_precision.py"),
             (TRAINING_PAGE, "unpadded"): newest_tables_block(
-                kept, REAL_TEXT, "bench_pretraining.py"),
+                kept, REAL_TEXT, "speed/bench_pretraining.py"),
+            (FINE_TUNING_PAGE, "long-text"): newest_tables_block(
+                kept, LONG_TEXT, "quality/long_text.py"),
             (README, "glance"): glance_block(kept)}
   for name in OUTPUTS:
     blocks[OUTPUT_PAGES.get(name, README), name] = output_block(kept, name)

@@ -228,8 +228,19 @@ KEYWORDS = 3
 FILLER = ["the", "cat", "dog", "sat", "ran", "on", "mat", "park"]
 
 
-def long_text_folder(directory, seed=0):
-  """MRPC-format files whose label only a keyword past the cut carries."""
+def long_text_folder(directory, seed=0, lengths=(70, 90), seq=LONG_SEQ):
+  """MRPC-format files whose label only a keyword past the cut carries.
+
+  Args:
+    directory: pathlib.Path, made here.
+    seed: int, of the texts and labels.
+    lengths: (min, max) words of text_a (each word one WordPiece); every
+      keyword is among its last 20, all past the cut at seq.
+    seq: int, the max_seq_length the runs will use.
+
+  Returns:
+    (directory, the test set's labels).
+  """
   rng = np.random.RandomState(seed)
   header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
 
@@ -238,8 +249,8 @@ def long_text_folder(directory, seed=0):
     rng.shuffle(labels)
     lines = []
     for i, label in enumerate(labels):
-      a = list(rng.choice(FILLER, rng.randint(70, 91)))
-      assert len(a) - 20 > LONG_SEQ  # every keyword past the cut
+      a = list(rng.choice(FILLER, rng.randint(lengths[0], lengths[1] + 1)))
+      assert len(a) - 20 > seq  # every keyword past the cut
       for position in len(a) - 1 - rng.choice(20, KEYWORDS, replace=False):
         a[position] = "yes" if label else "no"
       b = " ".join(rng.choice(FILLER, rng.randint(2, 5)))

@@ -36,7 +36,7 @@ REPORT_BLOCKS = {
     "docs/results.md": {"results", "demo"},
     "docs/benchmarks.md": {"benchmarks", "benchmarks-figure"},
     "docs/training.md": {"bfloat16-speed", "memory", "unpadded"},
-    "docs/fine-tuning.md": {"time"},
+    "docs/fine-tuning.md": {"time", "long-text"},
     "docs/serving.md": {"serving-precision"},
 }
 
