@@ -228,15 +228,17 @@ KEYWORDS = 3
 FILLER = ["the", "cat", "dog", "sat", "ran", "on", "mat", "park"]
 
 
-def long_text_folder(directory, seed=0, lengths=(70, 90), seq=LONG_SEQ):
+def long_text_folder(directory, seed=0, lengths=(70, 90), seq=LONG_SEQ,
+                     keywords=(KEYWORDS, 20)):
   """MRPC-format files whose label only a keyword past the cut carries.
 
   Args:
     directory: pathlib.Path, made here.
     seed: int, of the texts and labels.
-    lengths: (min, max) words of text_a (each word one WordPiece); every
-      keyword is among its last 20, all past the cut at seq.
+    lengths: (min, max) words of text_a (each word one WordPiece).
     seq: int, the max_seq_length the runs will use.
+    keywords: (count, span): count keywords among text_a's last span
+      words, all past the cut at seq.
 
   Returns:
     (directory, the test set's labels).
@@ -250,8 +252,9 @@ def long_text_folder(directory, seed=0, lengths=(70, 90), seq=LONG_SEQ):
     lines = []
     for i, label in enumerate(labels):
       a = list(rng.choice(FILLER, rng.randint(lengths[0], lengths[1] + 1)))
-      assert len(a) - 20 > seq  # every keyword past the cut
-      for position in len(a) - 1 - rng.choice(20, KEYWORDS, replace=False):
+      count, span = keywords
+      assert len(a) - span > seq  # every keyword past the cut
+      for position in len(a) - 1 - rng.choice(span, count, replace=False):
         a[position] = "yes" if label else "no"
       b = " ".join(rng.choice(FILLER, rng.randint(2, 5)))
       lines.append("%s\t%d\t%d\t%s\t%s\n" % (
