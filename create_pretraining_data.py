@@ -163,7 +163,7 @@ MASKING_FLAGS = ("masked_lm_prob", "max_predictions_per_seq",
 
 def check_dynamic_masking_flags():
   """Refuses masking flags that unmasked records would ignore; warns that
-  copies (--dupe_factor > 1) are no longer needed for varied masks.
+  copies (--dupe_factor > 1) now vary only the instances, not the masks.
 
   Raises:
     errors.InputError: a masking flag given with --dynamic_masking.
@@ -177,10 +177,16 @@ def check_dynamic_masking_flags():
         "them to run_pretraining.py --dynamic_masking instead." %
         ", ".join("--" + name for name in given))
   if FLAGS.dupe_factor > 1:
+    # Not "1 is enough": the copies still draw other instance lengths and
+    # next-sentence pairs, which one file fixes (docs/pre-training.md,
+    # Dynamic masking: with --dupe_factor=1 the next-sentence loss
+    # overfitted the file's pairs).
     logging.warning(
-        "--dupe_factor=%d with --dynamic_masking: the copies differ only in "
-        "their segments now (run_pretraining.py draws new masks on every "
-        "pass); --dupe_factor=1 is enough.", FLAGS.dupe_factor)
+        "--dupe_factor=%d with --dynamic_masking: run_pretraining.py draws "
+        "new masks on every pass, so the copies vary only the instances' "
+        "lengths and next-sentence pairs (worth it for --objective=mlm_nsp; "
+        "for --objective=mlm, --dupe_factor=1 is enough).",
+        FLAGS.dupe_factor)
 
 
 def sharded():
