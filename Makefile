@@ -33,9 +33,9 @@ $(VENV_STAMP): requirements.txt
 	touch $(VENV_STAMP)
 
 # Both cores (the end-to-end runs are largely single-threaded): from a
-# clean clone with ../shared/data, 8.8 min on 2 cores of an AMX Xeon with
-# the setup (697 tests at f96692c, 7.3 min of pytest; .ci/run's
-# fresh-interpreter share adds 0.9 min); 12.4 min on 2 cores
+# clean clone with ../shared/data, 8.5 min on 2 cores of an AMX Xeon with
+# the setup (741 tests at d9aadbb, 7.0 min of pytest; .ci/run's
+# fresh-interpreter share adds 0.8 min); 12.4 min on 2 cores
 # of a Zen 4 with the setup (673 tests, 10.5 min of pytest); 11.5 min on 2 cores of an
 # AVX2-only EPYC, oneDNN off (683 tests at 97f541b, 8.4 min of pytest);
 # script processes forked from a server that has imported TensorFlow
