@@ -239,7 +239,8 @@ def dropout(x, rate, seed, rows=None):
   return fused(x)
 
 
-def attention_softmax(scores, attention_mask, scale, rate=0.0, seed=None):
+def attention_softmax(scores, attention_mask, scale, rate=0.0, seed=None,
+                      uniform_layout=None):
   """The attention probabilities from the scores, through the fused kernel
   (gradient included): softmax(scores * scale + (1 - mask) * -10000),
   dropped as tf.nn.experimental.stateless_dropout(probs, rate, seed) drops
@@ -252,6 +253,12 @@ def attention_softmax(scores, attention_mask, scale, rate=0.0, seed=None):
     scale: float, 1 / sqrt(size per head).
     rate: float in [0, 1), the share dropped.
     seed: int64 [2], the dropout's op seed, or None to drop nothing.
+    uniform_layout: None, where stateless_dropout on scores draws each
+      score's uniform (element r * T + j of row r of [B * N * F, T]); or
+      (row_starts int64 [B * N * F], columns int64 [T], increasing): the
+      score at row r, column j draws element row_starts[r] + columns[j],
+      its place in a larger (padded) tensor that stateless_dropout would
+      drop.
 
   Returns:
     Tensor like scores. Its gradient: the scores' of their type (float32
@@ -262,6 +269,10 @@ def attention_softmax(scores, attention_mask, scale, rate=0.0, seed=None):
     key, counter = tf.zeros([1], tf.uint64), tf.zeros([2], tf.uint64)
   else:
     key, counter = tf.raw_ops.StatelessRandomGetKeyCounter(seed=seed)
+  if seed is None or uniform_layout is None:
+    row_starts = columns = tf.zeros([0], tf.int64)
+  else:
+    row_starts, columns = [tf.cast(x, tf.int64) for x in uniform_layout]
   mask = tf.cast(attention_mask, tf.float32)
   # As the composite: the scale and dropout's 1 / (1 - rate) are Python
   # floats (computed in double) rounded to float32.
@@ -271,8 +282,8 @@ def attention_softmax(scores, attention_mask, scale, rate=0.0, seed=None):
   @tf.custom_gradient
   def fused(scores):
     kernels = ops()
-    probs, dropped = kernels.fused_attention_softmax(scores, mask, key,
-                                                     counter, **attrs)
+    probs, dropped = kernels.fused_attention_softmax(
+        scores, mask, key, counter, row_starts, columns, **attrs)
 
     def grad(dy):
       return kernels.fused_attention_softmax_grad(

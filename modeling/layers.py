@@ -428,14 +428,21 @@ class RealTokens:
   positions. The dense parts of a Transformer layer (projections,
   feed-forward, LayerNorm, dropout) treat each position on its own, so on
   the gathered rows they compute what the padded batch computes at real
-  positions, skipping the padding; only attention needs the [B, T] layout.
-  Its scores and values at padding positions are masked out as before.
+  positions, skipping the padding. Attention runs on each example's rows
+  where the batch size is static (split_examples), else in the [B, T]
+  layout, its scores at padding positions masked out as before.
   """
 
   def __init__(self, input_mask):
     """Args: input_mask: int or bool [B, T], nonzero at real tokens."""
     self.positions = tf.where(tf.cast(input_mask, tf.bool))  # [N, 2] int64
     self.batch_shape = tf.shape(input_mask, out_type=tf.int64)  # [B, T]
+    # int or None: the batch size where the graph knows it, and with it
+    # each example's rows (attention on real tokens, split_examples).
+    self.static_batch_size = input_mask.shape[0]
+    # int64 [B]: each example's real tokens, its rows among the N.
+    self.lengths = tf.reduce_sum(
+        tf.cast(tf.cast(input_mask, tf.bool), tf.int64), axis=1)
     # int64 [N]: b * T + t of each real position (b, t), its row in the
     # [B * T, H] layout (the fused dropout's indices; once for every layer).
     self.flat_rows = (self.positions[:, 0] * self.batch_shape[1] +
@@ -449,6 +456,11 @@ class RealTokens:
     """[N, H] -> [B, T, H], zeros at masked positions."""
     return tf.scatter_nd(self.positions, x, tf.concat(
         [self.batch_shape, tf.shape(x, out_type=tf.int64)[1:]], 0))
+
+  def split_examples(self, x):
+    """[N, ...] -> a list of static_batch_size Tensors [L_b, ...], example
+    b's rows (its L_b real tokens in position order)."""
+    return tf.split(x, self.lengths, num=self.static_batch_size)
 
 
 class SelfAttention(keras.layers.Layer):
@@ -518,8 +530,14 @@ class SelfAttention(keras.layers.Layer):
     Returns:
       float [B, T, N * D] (or [N, N * D] when gathered), the per-head
       contexts, heads concatenated; bfloat16 with the fused softmax and
-      bfloat16 matmuls.
+      bfloat16 matmuls. Gathered rows of a batch of static size attend
+      per example (_attend_by_example).
     """
+    if real_tokens is not None and real_tokens.static_batch_size:
+      return self._attend_by_example(
+          hidden_states, attention_mask, real_tokens,
+          self.dropout.mask_seed(training, dropout_seed))
+
     def projected(dense):
       output = dense(hidden_states)
       return output if real_tokens is None else real_tokens.scatter(output)
@@ -554,6 +572,81 @@ class SelfAttention(keras.layers.Layer):
     context = tf.reshape(context, [
         batch_size, seq_length, self.num_attention_heads * self.size_per_head])
     return context if real_tokens is None else real_tokens.gather(context)
+
+  def _attend_by_example(self, hidden_states, attention_mask, real_tokens,
+                         seed):
+    """call's arithmetic on each example's real tokens alone.
+
+    The padded batch's scores at masked keys get -10000 before the
+    softmax, so their probabilities are exactly 0 and they add nothing to
+    a context: attending over an example's L_b real tokens gives the
+    padded batch's contexts at those rows (to float32 rounding: sums of
+    other lengths), computing L_b^2 scores instead of T^2. The dropout
+    drops what it drops in the padded batch: each probability's uniform
+    is the one at its place in [B, N, T, T].
+
+    Args:
+      hidden_states: float [N_real, H], rows gathered by real_tokens.
+      attention_mask: float [B, 1 or T, T], as call's.
+      real_tokens: a RealTokens with a static batch size.
+      seed: the dropout's op seed (Dropout.mask_seed), or None.
+
+    Returns:
+      float [N_real, N * D], as call's with real_tokens.
+    """
+    heads, size = self.num_attention_heads, self.size_per_head
+    width = heads * size
+    scale = 1.0 / math.sqrt(float(size))
+    padded_length = real_tokens.batch_shape[1]
+    rate = self.dropout.rate
+    uniform = None
+    if seed is not None and not self.fused_softmax:
+      # The padded batch's uniforms, each example's taken from them.
+      uniform = tf.random.stateless_uniform(
+          [real_tokens.batch_shape[0], heads, padded_length, padded_length],
+          seed, dtype=hidden_states.dtype)
+    rows = [real_tokens.split_examples(dense(hidden_states))
+            for dense in (self.query, self.key, self.value)]
+    columns = real_tokens.split_examples(real_tokens.positions[:, 1])
+    contexts = []
+    for b, positions in enumerate(columns):
+      length = tf.shape(positions)[0]
+      # [1, N, L, D] each.
+      query, key, value = [
+          tf.transpose(tf.reshape(x[b], [1, length, heads, size]),
+                       [0, 2, 1, 3]) for x in rows]
+      mask = tf.gather(attention_mask[b:b + 1], positions, axis=2)
+      if attention_mask.shape[1] != 1:  # [B, T, T]: rows differ.
+        mask = tf.gather(mask, positions, axis=1)
+      if self.fused_softmax:
+        dtype = self.matmul_dtype
+        scores = matmul(query, key, dtype, output_dtype=dtype,
+                        transpose_b=True)  # [1, N, L, L]
+        # Element ((b * N + n) * T + row) * T + column of [B, N, T, T].
+        row_starts = ((b * heads + tf.range(heads, dtype=tf.int64)[:, None])
+                      * padded_length + positions[None, :]) * padded_length
+        probs = fused_kernels.attention_softmax(
+            scores, mask, scale, rate, seed,
+            uniform_layout=(tf.reshape(row_starts, [-1]), positions))
+        context = matmul(probs, value, dtype, output_dtype=dtype)
+      else:
+        scores = matmul(query, key, self.matmul_dtype, transpose_b=True)
+        adder = (1.0 - tf.cast(mask, scores.dtype)) * MASK_ADDER
+        scores *= scale
+        scores += adder[:, tf.newaxis, :, :]
+        probs = tf.nn.softmax(scores)
+        if uniform is not None:
+          # stateless_dropout's arithmetic on the padded batch's uniforms.
+          keep = tf.gather(tf.gather(uniform[b:b + 1], positions, axis=2),
+                           positions, axis=3) >= rate
+          probs = tf.where(keep, probs * tf.constant(1.0 / (1.0 - rate),
+                                                     probs.dtype),
+                           tf.zeros([], probs.dtype))
+        context = matmul(probs, value, self.matmul_dtype)
+      # [1, N, L, D] -> [L, N * D].
+      contexts.append(tf.reshape(tf.transpose(context, [0, 2, 1, 3]),
+                                 [length, width]))
+    return tf.concat(contexts, 0)
 
 
 class TransformerLayer(keras.layers.Layer):

@@ -364,6 +364,107 @@ def test_attention_softmax_against_float64(kernels, dtype, mask_rows, rate):
                                     scale)
 
 
+def test_attention_softmax_draws_the_uniforms_of_a_layout(kernels):
+  """With uniform_layout, the scores of one example's real tokens drop
+  what stateless_dropout drops at their places in the padded [B, N, T, T]
+  probabilities: example 1 of 3, real positions 0, 2, 3 and 6 of T = 9
+  (a span not a multiple of Philox's 4, a gap), against float64."""
+  del kernels
+  rng = np.random.RandomState(5)
+  heads, padded, example, rate = 2, 9, 1, 0.4
+  positions = np.array([0, 2, 3, 6])
+  width = len(positions)
+  scores = tf.constant(rng.randn(1, heads, width, width) * 4.0, tf.float32)
+  dy = rng.randn(1, heads, width, width)
+  seed = tf.constant([7, 11], tf.int64)
+  scale = 0.25
+  # The padded batch's uniforms at the example's rows and columns.
+  uniform = tf.random.stateless_uniform([3, heads, padded, padded],
+                                        seed).numpy()
+  keep = uniform[example][:, positions][:, :, positions] >= np.float32(rate)
+  mask = np.ones([1, 1, width], np.float32)
+  s = scores.numpy().astype(np.float64) * np.float32(scale)
+  e = np.exp(s - s.max(-1, keepdims=True))
+  p = e / e.sum(-1, keepdims=True)
+  kept = np.float32(1.0 / (1.0 - rate)) * keep[None]
+  want = p * kept
+  dp = dy * kept
+  want_grad = p * (dp - (dp * p).sum(-1, keepdims=True)) * np.float32(scale)
+  row_starts = ((example * heads + np.arange(heads)[:, None]) * padded +
+                positions[None, :]) * padded
+  with tf.GradientTape() as tape:
+    tape.watch(scores)
+    got = fused_kernels.attention_softmax(
+        scores, tf.constant(mask), scale, rate, seed,
+        uniform_layout=(row_starts.reshape(-1), positions))
+  grad = tape.gradient(got, scores, tf.constant(dy, tf.float32))
+  np.testing.assert_array_equal(got.numpy() == 0, want == 0)
+  assert 0 < np.count_nonzero(want == 0) < want.size
+  for value, truth in ((got, want), (grad, want_grad)):
+    tolerance = 1e-6 * np.abs(truth) + 1e-6 * np.abs(truth).max()
+    assert np.all(np.abs(value.numpy() - truth) <= tolerance)
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match=r"columns must increase: columns\[1\] is 0"):
+    fused_kernels.attention_softmax(
+        scores, tf.constant(mask), scale, rate, seed,
+        uniform_layout=(row_starts.reshape(-1), positions[[2, 0, 1, 3]]))
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match="one element per row of scores"):
+    fused_kernels.attention_softmax(
+        scores, tf.constant(mask), scale, rate, seed,
+        uniform_layout=(row_starts.reshape(-1)[1:], positions))
+
+
+@pytest.mark.parametrize("causal", [False, True],
+                         ids=["bidirectional", "causal"])
+def test_attention_by_example_drops_what_the_padded_batch_drops(kernels,
+                                                                causal):
+  """The encoder skipping padding with a known batch size attends over
+  each example's real tokens alone (SelfAttention._attend_by_example):
+  with every kernel and dropout on, the padded encoder's outputs at real
+  positions and its gradients (test_modeling's tolerance, which says
+  why), where dropout moves the outputs by more than 1e-2."""
+  del kernels
+  config = tiny_config(hidden_dropout_prob=0.3,
+                       attention_probs_dropout_prob=0.2)
+  batch = padded_pair_batch(config)
+  real = batch["input_mask"].astype(bool)
+  prefix = os.path.join(tempfile.mkdtemp(), "bert_model.ckpt")
+  results, attended = [], []
+  for skip_padding in (False, True):
+    model = modeling.BertModel(
+        config, seed=5, causal_attention=causal,
+        options=options_lib.ComputeOptions(kernels=ALL,
+                                           skip_padding=skip_padding))
+    model(batch)
+    if not skip_padding:
+      model.save_weights(prefix)
+    model.load_weights(prefix)
+    attention = model.encoder_layers[0].attention
+    # The per-example path is the one taken (a batch of known size).
+    calls = []
+    attend = attention._attend_by_example  # pylint: disable=protected-access
+    attention._attend_by_example = lambda *a, f=attend: calls.append(1) or f(
+        *a)
+    with tf.GradientTape() as tape:
+      outputs = model(batch, training=True)["sequence_output"]
+      loss = tf.reduce_sum(outputs ** 2 * tf.cast(
+          batch["input_mask"], tf.float32)[:, :, None])
+    grads = [tf.convert_to_tensor(g).numpy() for g in
+             tape.gradient(loss, model.trainable_variables) if g is not None]
+    attended.append(len(calls))
+    inference = model(batch)["sequence_output"].numpy()[real]
+    assert np.abs(outputs.numpy()[real] - inference).max() > 1e-2
+    results.append((outputs.numpy()[real], grads))
+  assert attended[0] == 0 and attended[1] > 0
+  (padded, padded_grads), (skipped, skipped_grads) = results
+  np.testing.assert_allclose(skipped, padded, atol=1e-5)
+  floor = 2 ** -20 * max(np.abs(w).max() for w in padded_grads)
+  for g, w in zip(skipped_grads, padded_grads):
+    np.testing.assert_allclose(g, w, rtol=0,
+                               atol=2 ** -13 * np.abs(w).max() + floor)
+
+
 def three_steps(kernels, matmul_dtype, skip_padding):
   """Three AdamW steps of a tiny classifier with dropout 0.1 built with
   the fused kernels named or none (the same initial weights and dropout

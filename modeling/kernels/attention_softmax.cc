@@ -10,9 +10,15 @@
 // - FusedAttentionSoftmax: scores T [B, N, F, T] (float32, or bfloat16
 //   between two bfloat16 matmuls), mask float32 [B, M, T] (M is 1 or F; 1
 //   where attending is allowed), the dropout's Philox key and counter
-//   (StatelessRandomGetKeyCounter of its seed) -> probs float32, kept for
-//   the gradient: the softmax, negated where dropped (its sign is the
-//   mask, so the gradient draws nothing again); dropped T.
+//   (StatelessRandomGetKeyCounter of its seed), and where each score's
+//   uniform lies in the stream: row_starts int64 [B * N * F] and columns
+//   int64 [T], increasing (uniform of row r, column j: element
+//   row_starts[r] + columns[j]), or both empty for the scores' own layout
+//   (r * T + j) -> probs float32, kept for the gradient: the softmax,
+//   negated where dropped (its sign is the mask, so the gradient draws
+//   nothing again); dropped T. An example's attention on its real tokens
+//   alone (modeling.layers.SelfAttention) passes its rows' and columns'
+//   places in the padded batch, so it drops what the padded batch drops.
 // - FusedAttentionSoftmaxGrad: d(dropped) T, probs -> d(scores) T.
 // The masks are stateless_dropout's on the [B, N, F, T] probabilities
 // (philox.h), as the composite draws them; rate 0 drops nothing.
@@ -145,6 +151,38 @@ class FusedAttentionSoftmaxOp : public OpKernel {
     Philox philox;
     OP_REQUIRES_OK(context,
                    ReadPhilox(context->input(2), context->input(3), &philox));
+    const Tensor& row_starts = context->input(4);
+    const Tensor& columns = context->input(5);
+    const int64_t rows = scores.dim_size(3) ? scores.NumElements() /
+                                                  scores.dim_size(3)
+                                            : 0;
+    const bool own_layout =
+        row_starts.NumElements() == 0 && columns.NumElements() == 0;
+    OP_REQUIRES(
+        context,
+        own_layout || (row_starts.NumElements() == rows &&
+                       columns.NumElements() == scores.dim_size(3)),
+        tensorflow::errors::InvalidArgument(
+            "row_starts and columns must be empty, or have one element per "
+            "row of scores (", rows, ") and per column (", scores.dim_size(3),
+            "): they have ", row_starts.NumElements(), " and ",
+            columns.NumElements()));
+    const int64_t* starts_data =
+        own_layout ? nullptr : row_starts.flat<int64_t>().data();
+    const int64_t* columns_data =
+        own_layout ? nullptr : columns.flat<int64_t>().data();
+    // The stream's elements a row's uniforms span: columns[0] ..
+    // columns[T - 1] (the row's own width in its own layout).
+    int64_t span = scores.dim_size(3);
+    if (!own_layout && span > 0) {
+      for (int64_t j = 1; j < span; ++j) {
+        OP_REQUIRES(context, columns_data[j] > columns_data[j - 1],
+                    tensorflow::errors::InvalidArgument(
+                        "columns must increase: columns[", j, "] is ",
+                        columns_data[j], " after ", columns_data[j - 1]));
+      }
+      span = columns_data[span - 1] - columns_data[0] + 1;
+    }
     Tensor *probs = nullptr, *dropped = nullptr;
     OP_REQUIRES_OK(context,
                    context->allocate_output(0, scores.shape(), &probs));
@@ -161,16 +199,27 @@ class FusedAttentionSoftmaxOp : public OpKernel {
     const bool drop = rate > 0.0f;
     Shard(context, width ? scores.NumElements() / width : 0, 40 * width,
           [=, &philox](int64_t begin, int64_t end) {
-            std::vector<float> scratch(drop ? width + 8 : 0);
+            std::vector<float> scratch(drop ? span + 8 : 0);
+            std::vector<float> picked(drop && !own_layout ? width : 0);
             for (int64_t r = begin; r < end; ++r) {
               const int64_t batch = r / (heads * from);
               const int64_t mask_row =
                   batch * mask_rows + (mask_rows == 1 ? 0 : r % from);
               // Element r * width + i of [B, N, F, T], as stateless_dropout
-              // numbers the probabilities it draws for.
-              const float* uniform =
-                  drop ? UniformsAt(philox, r * width, width, scratch.data())
-                       : nullptr;
+              // numbers the probabilities it draws for; or of the layout
+              // that row_starts and columns give.
+              const float* uniform = nullptr;
+              if (drop && own_layout) {
+                uniform = UniformsAt(philox, r * width, width, scratch.data());
+              } else if (drop) {
+                const float* spanned =
+                    UniformsAt(philox, starts_data[r] + columns_data[0], span,
+                               scratch.data());
+                for (int64_t j = 0; j < width; ++j) {
+                  picked[j] = spanned[columns_data[j] - columns_data[0]];
+                }
+                uniform = picked.data();
+              }
               SoftmaxRow<S>(in + r * width, mask_data + mask_row * width,
                          uniform, scale, rate, keep_scale, width,
                          probs_data + r * width, out + r * width);
@@ -231,6 +280,8 @@ REGISTER_OP("FusedAttentionSoftmax")
     .Input("mask: float")
     .Input("key: uint64")
     .Input("counter: uint64")
+    .Input("row_starts: int64")
+    .Input("columns: int64")
     .Attr("scale: float")
     .Attr("rate: float")
     .Attr("keep_scale: float")
