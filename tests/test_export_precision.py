@@ -203,8 +203,13 @@ def test_bfloat16_and_int8_stay_near_float32(exports):
     difference = scaled_difference(served["sequence_output"],
                                    want["sequence_output"])
     assert difference < tolerance, (precision, difference)
-    # Not float32's outputs either: the precision is applied.
-    assert difference > 1e-4, precision
+    if precision == "bfloat16" and not openvino_model._bf16_units():  # pylint: disable=protected-access
+      # A CPU without bfloat16 units (an AVX2-only EPYC): Served warns and
+      # has OpenVINO compute the export in float32, float32's outputs.
+      assert difference < 1e-4, difference
+    else:
+      # Not float32's outputs either: the precision is applied.
+      assert difference > 1e-4, precision
     for task in ("classifier", "ner", "squad") + (
         ("swag",) if precision == "int8" else ()):
       float32, _ = call_both(paths[task, "int8"], inputs[task])

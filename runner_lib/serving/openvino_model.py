@@ -121,9 +121,11 @@ def write(module, export_dir, precision, instances=None, computes=None):
     # with ranges from the task's own examples (static); the elementwise
     # ops (softmax, LayerNorm, GELU, adds) stay float, as NNCF's
     # transformer scheme leaves them.
-    model = nncf.quantize(model, nncf.Dataset(batches),
-                          model_type=nncf.ModelType.TRANSFORMER,
-                          subset_size=len(batches))
+    model = nncf.quantize(
+        model, nncf.Dataset(batches), model_type=nncf.ModelType.TRANSFORMER,
+        subset_size=len(batches),
+        advanced_parameters=nncf.AdvancedQuantizationParameters(
+            overflow_fix=nncf.OverflowFix.ENABLE))
   directory = os.path.join(export_dir, DIRECTORY)
   tf.io.gfile.makedirs(directory)
   # Weights kept float32: OpenVINO rounds them once to what it computes in.
