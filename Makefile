@@ -36,8 +36,9 @@ $(VENV_STAMP): requirements.txt
 # clean clone with ../shared/data, 8.5 min on 2 cores of an AMX Xeon with
 # the setup (741 tests at d9aadbb, 7.0 min of pytest; .ci/run's
 # fresh-interpreter share adds 0.8 min); 12.4 min on 2 cores
-# of a Zen 4 with the setup (673 tests, 10.5 min of pytest); 11.5 min on 2 cores of an
-# AVX2-only EPYC, oneDNN off (683 tests at 97f541b, 8.4 min of pytest);
+# of a Zen 4 with the setup (673 tests, 10.5 min of pytest); 21.0 min on 2 cores of an
+# AVX2-only EPYC, oneDNN off (744 tests at cb55cc5, 16.2 min of pytest; the
+# fresh share 1.8 min; 683 tests took 8.4 min of pytest on one in November);
 # script processes forked from a server that has imported TensorFlow
 # (docs/contributing.md, Tests). Each test has a time limit (pytest.ini).
 test: $(VENV_STAMP) $(KERNELS)
