@@ -323,9 +323,15 @@ class Dropout(keras.layers.Layer):
         tf.concat([real_tokens.batch_shape,
                    tf.shape(inputs, out_type=tf.int64)[1:]], 0),
         seed, dtype=inputs.dtype)
-    keep = real_tokens.gather(uniform) >= self.rate
-    scaled = inputs * tf.constant(1.0 / (1.0 - self.rate), inputs.dtype)
-    return tf.where(keep, scaled, tf.zeros([], inputs.dtype))
+    return dropped_where(inputs, real_tokens.gather(uniform), self.rate)
+
+
+def dropped_where(inputs, uniform, rate):
+  """stateless_dropout's arithmetic on given uniforms: inputs scaled by
+  1 / (1 - rate) where uniform >= rate, else 0 (uniform: like inputs, the
+  values that op would draw for these elements)."""
+  scaled = inputs * tf.constant(1.0 / (1.0 - rate), inputs.dtype)
+  return tf.where(uniform >= rate, scaled, tf.zeros([], inputs.dtype))
 
 
 class Embeddings(keras.layers.Layer):
@@ -637,11 +643,9 @@ class SelfAttention(keras.layers.Layer):
         probs = tf.nn.softmax(scores)
         if uniform is not None:
           # stateless_dropout's arithmetic on the padded batch's uniforms.
-          keep = tf.gather(tf.gather(uniform[b:b + 1], positions, axis=2),
-                           positions, axis=3) >= rate
-          probs = tf.where(keep, probs * tf.constant(1.0 / (1.0 - rate),
-                                                     probs.dtype),
-                           tf.zeros([], probs.dtype))
+          probs = dropped_where(probs, tf.gather(
+              tf.gather(uniform[b:b + 1], positions, axis=2), positions,
+              axis=3), rate)
         context = matmul(probs, value, self.matmul_dtype)
       # [1, N, L, D] -> [L, N * D].
       contexts.append(tf.reshape(tf.transpose(context, [0, 2, 1, 3]),
